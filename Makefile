@@ -1,0 +1,40 @@
+# Quick start:  make demo   (set up, then run the built-in example)
+#               make test   (set up, then run the whole test suite)
+PYTHON ?= python3
+VENV   ?= .venv
+PY      = $(VENV)/bin/python
+OUT    ?= out
+
+.PHONY: demo test setup system-deps bench clean
+
+demo: setup
+	$(PY) -m tapeviz.demo --out $(OUT)
+
+test: setup
+	CI=$${CI:-true} $(PY) -m pytest -q
+
+setup: system-deps $(VENV)/.installed
+
+# Debian's graphviz (`dot`) and chromium (the browser tests), installed when missing and root.
+system-deps:
+	@missing=""; command -v dot >/dev/null || missing="$$missing graphviz"; \
+	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing:$$missing"; export DEBIAN_FRONTEND=noninteractive; \
+	    apt-get update -qq && apt-get install -y -qq $$missing >/dev/null; \
+	  else echo "warning: missing$$missing (install with: sudo apt-get install$$missing)"; fi; \
+	fi
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e '.[test]'
+	touch $@
+
+bench: setup
+	$(VENV)/bin/pip install -q -e '.[bench]'
+	$(PY) -m bench.run
+
+clean:
+	rm -rf $(VENV) $(OUT) .pytest_cache

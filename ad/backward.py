@@ -1,0 +1,300 @@
+"""The gradient tape: a forward section (rules' primal bodies) and a backward section (their
+lifted pullbacks, inlined in reverse), with provenance on every backward equation.
+
+Cotangents live in a map from forward variable to cotangent variable; absence means a
+structural zero, so the pullback of an equation whose outputs have no cotangent is skipped
+(pullbacks are linear) and nothing is ever decided by looking at values. Fan-in is an explicit
+``add`` equation. ``backpropagate`` is the overload point at inline time.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable
+
+import numpy as np
+
+from . import pytree
+from .errors import NonDifferentiableError
+from .interpret import eval_tape
+from .lift import LiftedRule, lift
+from .primitives import Primitive
+from .tape import Eqn, Lit, Origin, Tape, Var, freeze_params
+
+
+@dataclass(frozen=True)
+class Fallback:
+    """A rule that could not be lifted and runs as an opaque closure."""
+    rule: str
+    source: str | None
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.rule} at {self.source or '?'}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class GradTape(Tape):
+    """A joint tape: ``outputs`` are the function's outputs, then the gradients.
+
+    ``gt(*args)`` returns ``(value, gradients)`` with the gradients shaped like the
+    differentiated arguments (None for leaves that have no gradient).
+    """
+    n_forward: int = 0
+    n_values: int = 0                  # how many outputs are the function's
+    n_seeds: int = 0                   # cotangent inputs (vjp); 0 when the seed is 1
+    grad_tree: Any = None              # structure of the gradients
+    grad_slots: tuple[int, ...] = ()   # per gradient leaf: index into grad outputs, or -1
+    fallbacks: tuple[Fallback, ...] = ()
+
+    @property
+    def serializable(self) -> bool:
+        return not self.fallbacks
+
+    @property
+    def forward(self) -> Tape:
+        return Tape(self.inputs[:len(self.inputs) - self.n_seeds], self.eqns[:self.n_forward],
+                    self.outputs[:self.n_values], self.in_tree, self.out_tree,
+                    self.input_names[:len(self.inputs) - self.n_seeds])
+
+    @property
+    def backward(self) -> Tape:
+        """The backward section alone: its inputs are the residuals it reads (forward variables,
+        primal inputs included) and the cotangent seeds."""
+        eqns = self.eqns[self.n_forward:]
+        seeds = self.inputs[len(self.inputs) - self.n_seeds:]
+        res = residuals(self)
+        return Tape(tuple(res) + tuple(seeds), eqns, self.outputs[self.n_values:],
+                    input_names=tuple(repr(v) for v in res) + tuple(f"ct{i}" for i in range(len(seeds))))
+
+    @property
+    def sections(self) -> tuple[tuple[int, str], ...]:
+        return ((0, "forward"), (self.n_forward, "backward"))
+
+    def __str__(self) -> str:
+        from .tape import format_tape
+        return format_tape(self, sections=self.sections)
+
+    def __call__(self, *args, cotangents=()):
+        flat = self.flatten_args(args)
+        out = eval_tape(self, flat + list(cotangents))
+        return self.split(out)
+
+    def split(self, out: list):
+        value = pytree.unflatten(self.out_tree, out[:self.n_values])
+        grads = out[self.n_values:]
+        leaves = [None if s < 0 else grads[s] for s in self.grad_slots]
+        return value, pytree.unflatten(self.grad_tree, leaves)
+
+
+def residuals(gt: GradTape) -> list[Var]:
+    """Forward variables (inputs included) read by the backward section, in forward order."""
+    forward_vars = list(gt.inputs[:len(gt.inputs) - gt.n_seeds])
+    forward_vars += [v for e in gt.eqns[:gt.n_forward] for v in e.outputs]
+    read = {x for e in gt.eqns[gt.n_forward:] for x in e.inputs if type(x) is Var}
+    read |= {x for x in gt.outputs[gt.n_values:] if type(x) is Var}
+    return [v for v in forward_vars if v in read]
+
+
+def partition(gt: GradTape) -> tuple[Tape, Tape]:
+    """Split into ``fwd(primals) -> (outputs..., residuals...)`` and
+    ``bwd(residuals..., cotangents...) -> gradients``. Seed equations become inputs of bwd."""
+    res = residuals(gt)
+    primal_inputs = gt.inputs[:len(gt.inputs) - gt.n_seeds]
+    fwd = Tape(primal_inputs, gt.eqns[:gt.n_forward], gt.outputs[:gt.n_values] + tuple(res),
+               input_names=gt.input_names[:len(primal_inputs)])
+    seeds = list(gt.inputs[len(primal_inputs):])
+    eqns = []
+    for e in gt.eqns[gt.n_forward:]:
+        if e.origin.kind == "seed":
+            seeds.extend(e.outputs)
+        else:
+            eqns.append(e)
+    bwd = Tape(tuple(res) + tuple(seeds), tuple(eqns), gt.outputs[gt.n_values:],
+               input_names=tuple(repr(v) for v in res) + tuple(f"ct{i}" for i in range(len(seeds))))
+    return fwd, bwd
+
+
+# -- backpropagate: the overload point -------------------------------------------------------
+
+_BACKPROPAGATE: dict[tuple[Primitive, str], Callable] = {}
+
+
+def backpropagate(prim, kind: str = "dense"):
+    """Overload how the pullback of ``prim`` is inlined for cotangents of ``kind``.
+
+    The overload is called as ``fn(lifted, cotangent_kinds)`` with the default ``LiftedRule`` and
+    returns the ``LiftedRule`` to inline instead (e.g. one traced from a cheaper pullback). Kinds:
+    "dense" (an array), "zero" (structurally zero; the default skips the pullback), or a kind
+    attached to a seed by the caller.
+
+    >>> @ad.backpropagate(np.take, "dense")
+    ... def take_as_scatter(lifted, kinds): ...
+    """
+    from .primitives import lookup
+    p = lookup(prim)
+
+    def register(fn):
+        _BACKPROPAGATE[(p, kind)] = fn
+        return fn
+    return register
+
+
+def _select_template(lifted: LiftedRule, kinds: tuple[str, ...]) -> LiftedRule:
+    for kind in kinds:
+        fn = _BACKPROPAGATE.get((lifted.prim, kind))
+        if fn is not None:
+            return fn(lifted, kinds)
+    return lifted
+
+
+# -- building ------------------------------------------------------------------------------
+
+@dataclass
+class _Builder:
+    counter: itertools.count = field(default_factory=itertools.count)
+    eqns: list = field(default_factory=list)
+
+    def new(self, aval) -> Var:
+        return Var(next(self.counter), aval)
+
+    def emit(self, prim, inputs, params, outputs, source, origin):
+        self.eqns.append(Eqn(prim, tuple(inputs), params, tuple(outputs), source, origin))
+
+    def inline(self, eqns, sub: dict, source, origin_fn):
+        for t in eqns:
+            outs = [self.new(v.aval) for v in t.outputs]
+            sub.update(zip(t.outputs, outs))
+            self.emit(t.prim, [sub[x] if type(x) is Var else x for x in t.inputs], t.params, outs,
+                      source or t.source, origin_fn(t.origin))
+
+
+def _full_p():
+    from .lib.creation import full_p
+    return full_p
+
+
+def _add(b: _Builder, a, c, of: Var, source):
+    from .lib.elementwise import UFUNC_PRIMS
+    out = b.new(of.aval)
+    b.emit(UFUNC_PRIMS["add"], (a, c), (), (out,), source, Origin("accumulate", of=of, rule="add"))
+    return out
+
+
+def _zeros(b: _Builder, aval, of: Var, kind: str, source=None):
+    out = b.new(aval)
+    b.emit(_full_p(), (), freeze_params({"shape": aval.shape, "dtype": aval.dtype, "fill_value": 0}),
+           (out,), source, Origin(kind, of=of))
+    return out
+
+
+def build(primal: Tape, values: list, wrt: list[int], *, seed: str = "ones",
+          grad_tree=None, grad_slots=()) -> GradTape:
+    """Lift every differentiable equation of ``primal`` and assemble the backward section.
+
+    values: concrete inputs (used once, to lift rules at real values); wrt: indices of the
+    inputs to differentiate; seed: "ones" (scalar output, seed 1) or "input" (cotangent inputs).
+    """
+    b = _Builder()
+    inputs = [b.new(v.aval) for v in primal.inputs]
+    env: dict = dict(zip(primal.inputs, inputs))
+    vals: dict = dict(zip(primal.inputs, values))
+    active = {inputs[i] for i in wrt if inputs[i].aval.is_float}
+    instances = []
+    fallbacks = []
+    for e in primal.eqns:
+        ops = [env[x] if type(x) is Var else x for x in e.inputs]
+        opvals = [vals[x] if type(x) is Var else x.value for x in e.inputs]
+        needs = tuple(type(o) is Var and o in active and o.aval.is_float for o in ops)
+        out_vals = e.prim.impl(*opvals, **dict(e.params))
+        out_vals = tuple(out_vals) if e.prim.multiple_results else (out_vals,)
+        vals.update(zip(e.outputs, out_vals))
+        if not (any(needs) and e.prim.differentiable):
+            outs = [b.new(v.aval) for v in e.outputs]
+            b.emit(e.prim, ops, e.params, outs, e.source, e.origin)
+            env.update(zip(e.outputs, outs))
+            continue
+        if e.prim.rule is None:
+            raise NotImplementedError(
+                f"{e.prim.name} has no rule, so its gradient is unknown (at {e.source}). Register "
+                f"one with @ad.rrule({e.prim.name}) returning (y, pullback).")
+        lifted = lift(e.prim, e.params, opvals, needs, e.source)
+        if lifted.fallback:
+            fallbacks.append(Fallback(e.prim.name, e.source, lifted.fallback))
+        sub = {a: o for a, o in zip(lifted.args, ops) if type(a) is Var}
+        start = len(b.eqns)
+        b.inline(lifted.fwd, sub, e.source, lambda o: o)
+        outs = [_rule_output(b, sub, o, lifted, v, e) for o, v in zip(lifted.outs, e.outputs)]
+        first = outs[0]
+        for i in range(start, len(b.eqns)):
+            b.eqns[i] = replace(b.eqns[i], origin=Origin("primal", of=first, rule=e.prim.name))
+        env.update(zip(e.outputs, outs))
+        active.update(o for o in outs if o.aval.is_float)
+        instances.append((e, lifted, sub, ops, outs))
+    n_forward = len(b.eqns)
+
+    value_outs = [env[x] if type(x) is Var else x for x in primal.outputs]
+    ct: dict = {}
+    seeds = []
+    if seed == "ones":
+        if len(value_outs) != 1 or value_outs[0].aval.shape != () or not value_outs[0].aval.is_float:
+            raise NonDifferentiableError(
+                f"grad needs a function returning one float scalar; this one returns "
+                f"{[str(v.aval) for v in value_outs]}. Use ad.vjp(f, *args) for other outputs.",
+                location=primal.eqns[-1].source if primal.eqns else None)
+        out = value_outs[0]
+        if type(out) is Var and out in active:
+            s = b.new(out.aval)
+            b.emit(_full_p(), (), freeze_params({"shape": (), "dtype": out.aval.dtype, "fill_value": 1}),
+                   (s,), None, Origin("seed", of=out))
+            ct[out] = s
+    else:
+        for out in value_outs:
+            s = b.new(out.aval)
+            seeds.append(s)
+            if type(out) is Var and out in active:
+                ct[out] = s if out not in ct else _add(b, ct[out], s, out, None)
+
+    for e, lifted, sub, ops, outs in reversed(instances):
+        cts = [ct.get(o) for o in outs]
+        if all(c is None for c in cts):
+            continue
+        kinds = tuple("zero" if c is None else "dense" for c in cts)
+        template = _select_template(lifted, kinds)
+        cts = [_zeros(b, o.aval, o, "zeros", e.source) if c is None else c for c, o in zip(cts, outs)]
+        bsub = dict(sub)
+        bsub.update({a: o for a, o in zip(template.args, ops) if type(a) is Var})
+        bsub.update(zip(template.cts, cts))
+        of = outs[0]
+        b.inline(template.bwd, bsub, e.source,
+                 lambda o, of=of: Origin(o.kind if o.kind == "project" else "pullback", of=of, rule=e.prim.name))
+        for target, g in zip(ops, template.grads):
+            if g is None or type(target) is not Var or target not in active:
+                continue
+            g = bsub[g] if type(g) is Var else g
+            ct[target] = g if target not in ct else _add(b, ct[target], g, target, e.source)
+
+    grads = []
+    for i in wrt:
+        v = inputs[i]
+        if not v.aval.is_float:
+            continue
+        grads.append(ct[v] if v in ct else _zeros(b, v.aval, v, "zeros"))
+    return GradTape(tuple(inputs) + tuple(seeds), tuple(b.eqns), tuple(value_outs) + tuple(grads),
+                    primal.in_tree, primal.out_tree, primal.input_names + tuple(
+                        f"ct{i}" for i in range(len(seeds))),
+                    n_forward=n_forward, n_values=len(value_outs), n_seeds=len(seeds),
+                    grad_tree=grad_tree, grad_slots=tuple(grad_slots),
+                    fallbacks=tuple(fallbacks))
+
+
+def _rule_output(b: _Builder, sub, o, lifted: LiftedRule, primal_var: Var, e: Eqn):
+    """The joint variable of a rule's output. An output the rule did not compute (it returned an
+    operand or a constant) gets its own equation, so that it has a cotangent of its own."""
+    from .lib.elementwise import UFUNC_PRIMS
+    if type(o) is Var and o not in lifted.args:
+        return sub[o]
+    out = b.new(primal_var.aval)
+    b.emit(UFUNC_PRIMS["positive"], (sub[o] if type(o) is Var else o,), (), (out,), e.source,
+           Origin("primal", rule=e.prim.name))
+    return out

@@ -1,0 +1,154 @@
+"""Compiling a tape to straight-line numpy source: one line per equation, ``v7`` for ``%7``,
+a comment with the provenance. The source is shown to learners and executed for speed: a
+compiled gradient is, by construction, a hand-written gradient."""
+from __future__ import annotations
+
+import keyword
+import re
+
+import numpy as np
+
+from . import pytree
+from .backward import GradTape
+from .tape import Lit, Tape, Var
+
+_OPERATORS = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "power": "**",
+              "matmul": "@", "floor_divide": "//", "remainder": "%", "less": "<",
+              "less_equal": "<=", "greater": ">", "greater_equal": ">=", "equal": "==",
+              "not_equal": "!="}
+_NUMPY_CALLS = {"sum", "mean", "prod", "max", "min", "argmax", "argmin", "any", "all", "reshape",
+                "transpose", "broadcast_to", "where", "cumsum", "cumprod", "roll", "clip"}
+
+
+class _Namespace:
+    """Names for the constants and functions the generated code needs."""
+
+    def __init__(self):
+        self.globals = {"np": np}
+        self._ids: dict = {}
+
+    def bind(self, value, stem: str) -> str:
+        key = id(value)
+        if key not in self._ids:
+            name = f"{stem}{len(self._ids)}"
+            self._ids[key] = name
+            self.globals[name] = value
+        return self._ids[key]
+
+
+def _ident(name: str) -> str:
+    s = re.sub(r"\W", "_", name)
+    return s + "_" if keyword.iskeyword(s) or not s.isidentifier() else s
+
+
+def _value_src(v, ns: _Namespace) -> str:
+    if isinstance(v, bool) or v is None or isinstance(v, (int, str)):
+        return repr(v)
+    if isinstance(v, float):
+        return repr(v) if np.isfinite(v) else f"float({str(v)!r})"
+    if isinstance(v, np.dtype):
+        return f"np.{v.name}" if hasattr(np, v.name) else f"np.dtype({v.name!r})"
+    if isinstance(v, tuple):
+        inner = ", ".join(_value_src(x, ns) for x in v)
+        return f"({inner},)" if len(v) == 1 else f"({inner})"
+    if isinstance(v, np.generic) and np.isfinite(v):
+        return f"np.{v.dtype.name}({v.item()!r})"
+    return ns.bind(v, "k")
+
+
+def _operand_src(x, ns) -> str:
+    if type(x) is Var:
+        return f"v{x.n}"
+    v = x.value
+    if isinstance(v, np.ndarray):
+        return ns.bind(v, "c")
+    return _value_src(v, ns)
+
+
+def _index_src(spec, arrays) -> str:
+    parts = []
+    for s in spec:
+        if s == "...":
+            parts.append("...")
+        elif s is None:
+            parts.append("None")
+        elif isinstance(s, tuple) and s[0] == "slice":
+            a, b, c = ("" if x is None else str(x) for x in s[1:])
+            parts.append(f"{a}:{b}" + (f":{c}" if c else ""))
+        elif isinstance(s, tuple):
+            parts.append(arrays[s[1]])
+        else:
+            parts.append(str(s))
+    return ", ".join(parts) + ("," if len(parts) == 1 else "")
+
+
+def eqn_source(e, ns: _Namespace) -> str:
+    """The right-hand side of one equation."""
+    args = [_operand_src(x, ns) for x in e.inputs]
+    params = e.kwargs
+    name = e.prim.name
+    if name in _OPERATORS and len(args) == 2:
+        return f"{args[0]} {_OPERATORS[name]} {args[1]}"
+    if name == "negative":
+        return f"-{args[0]}"
+    if name == "getitem":
+        return f"{args[0]}[{_index_src(params['index'], args[1:])}]"
+    if name == "einsum":
+        return f"np.einsum({params['subscripts']!r}, {', '.join(args)})"
+    if name == "concatenate":
+        return f"np.concatenate(({', '.join(args)},), axis={params['axis']})"
+    if name == "full":
+        return f"np.full({_value_src(params['shape'], ns)}, {params['fill_value']!r}, {_value_src(params['dtype'], ns)})"
+    kw = "".join(f", {k}={_value_src(v, ns)}" for k, v in params.items())
+    if name in _NUMPY_CALLS or (e.prim.function is not None and isinstance(e.prim.function, np.ufunc)):
+        return f"np.{e.prim.function.__name__ if isinstance(e.prim.function, np.ufunc) else name}({', '.join(args)}{kw})"
+    fn = ns.bind(e.prim.impl, _ident(name) + "_")
+    return f"{fn}({', '.join(args)}{kw})"
+
+
+def generate(tape: Tape, name: str = "f") -> tuple[str, dict]:
+    """(source, globals) of a Python function computing the tape."""
+    ns = _Namespace()
+    lines = [f"def {name}({', '.join(f'v{v.n}' for v in tape.inputs)}):"]
+    n_forward = tape.n_forward if isinstance(tape, GradTape) else len(tape.eqns)
+    for i, e in enumerate(tape.eqns):
+        if i == 0 and n_forward:
+            lines.append("    # forward")
+        if i == n_forward and isinstance(tape, GradTape):
+            lines.append("    # backward")
+        lhs = ", ".join(f"v{v.n}" for v in e.outputs) + ("," if len(e.outputs) == 1 and e.prim.multiple_results else "")
+        line = f"    {lhs} = {eqn_source(e, ns)}"
+        if e.origin.kind != "primal":
+            line += f"  # {e.origin.describe()}"
+        lines.append(line)
+    outs = ", ".join(_operand_src(x, ns) for x in tape.outputs)
+    lines.append(f"    return ({outs}{',' if len(tape.outputs) == 1 else ''})")
+    return "\n".join(lines) + "\n", ns.globals
+
+
+class Compiled:
+    """A tape compiled to numpy source. ``.source`` is the code; calling it runs the code."""
+
+    def __init__(self, tape: Tape, name: str = "f"):
+        self.tape = tape
+        self.source, namespace = generate(tape, name)
+        exec(compile(self.source, f"<ad.compile {name}>", "exec"), namespace)
+        self.fn = namespace[name]
+
+    def __call__(self, *args, cotangents=()):
+        tape = self.tape
+        out = list(self.fn(*tape.flatten_args(args), *cotangents))
+        if isinstance(tape, GradTape):
+            return tape.split(out)
+        return pytree.unflatten(tape.out_tree, out) if tape.out_tree is not None else tuple(out)
+
+    def __repr__(self) -> str:
+        return self.source
+
+    def _repr_markdown_(self) -> str:
+        return f"```python\n{self.source}```"
+
+
+def compile_tape(tape: Tape, name: str = "f") -> Compiled:
+    """Compile a (gradient) tape to a callable with readable ``.source``."""
+    return Compiled(tape, name)

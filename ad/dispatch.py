@@ -1,0 +1,207 @@
+"""From numpy's dispatch protocols to primitives.
+
+Three tables, filled by the modules of ``ad.lib`` next to the primitives they use:
+
+* ``UFUNCS``: ufunc -> primitive, for ``np.sin(t)``, ``t + 1``...
+* ``UFUNC_METHODS``: (ufunc, method) -> handler, for ``np.add.reduce``, ``np.multiply.outer``...
+* ``FUNCTIONS``: numpy function -> handler with numpy's signature, for ``np.sum(t, axis=0)``...
+
+A numpy function missing from ``FUNCTIONS`` runs numpy's own Python implementation on the tracers
+when it has one (it often calls supported functions); if that implementation coerces a tracer, the
+error says the function has no rule.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from .errors import ConcretizationError, MutationError, UnsupportedFunctionError
+from .primitives import Primitive
+
+UFUNCS: dict[np.ufunc, Primitive] = {}
+UFUNC_METHODS: dict[tuple[np.ufunc, str], Callable] = {}
+FUNCTIONS: dict[Callable, Callable] = {}
+
+
+def implements(*funcs):
+    """Register a handler (with numpy's signature) for numpy functions."""
+    def register(handler):
+        for f in funcs:
+            FUNCTIONS[f] = handler
+        return handler
+    return register
+
+
+def _tracer_type():
+    from .tracer import Tracer
+    return Tracer
+
+
+def _fname(f) -> str:
+    mod = getattr(f, "__module__", None) or "numpy"
+    mod = mod.replace("numpy.linalg._linalg", "numpy.linalg").replace("numpy._core", "numpy")
+    return f"{'np' + mod[5:] if mod.startswith('numpy') else mod}.{getattr(f, '__name__', f)}"
+
+
+def _unsupported(what: str, hint: str = "") -> UnsupportedFunctionError:
+    return UnsupportedFunctionError(
+        f"{what} has no rule in ad. "
+        + (hint or "Write it with functions that have rules, or mark your own function with "
+           "@ad.primitive and register its rule with @ad.rrule(your_function); a rule for a numpy "
+           "function is registered with @ad.rrule on an ad.Primitive (see ad.lib for examples)."))
+
+
+# -- ufuncs --------------------------------------------------------------------------------
+
+def ufunc(uf: np.ufunc, method: str, inputs, kwargs):
+    kwargs = dict(kwargs)
+    out = kwargs.pop("out", None)
+    dtype = kwargs.pop("dtype", None)
+    if kwargs.pop("where", True) is not True:
+        raise _unsupported(f"np.{uf.__name__}(..., where=...)", "Use np.where(cond, np.{0}(...), other) "
+                           "instead.".format(uf.__name__))
+    for ignored in ("casting", "order", "subok"):
+        kwargs.pop(ignored, None)
+    if method == "__call__":
+        if kwargs:
+            raise _unsupported(f"np.{uf.__name__} with keyword arguments {sorted(kwargs)}")
+        prim = UFUNCS.get(uf)
+        if prim is None:
+            raise _unsupported(f"np.{uf.__name__}")
+        if dtype is not None:
+            inputs = [astype(x, dtype) for x in inputs]
+        result = prim.bind(*inputs)
+    else:
+        handler = UFUNC_METHODS.get((uf, method))
+        if handler is None:
+            raise _unsupported(f"np.{uf.__name__}.{method}")
+        if method == "at":
+            target = inputs[0]
+            if not isinstance(target, _tracer_type()):
+                raise MutationError(f"np.{uf.__name__}.at writes traced values into a plain ndarray; "
+                                    "create the target with np.zeros(shape, like=x) instead")
+            target._assign(handler(*inputs, **kwargs))
+            return None
+        result = handler(*inputs, dtype=dtype, **kwargs) if dtype is not None else handler(*inputs, **kwargs)
+    if out is not None:
+        return write_out(out, result, f"np.{uf.__name__}")
+    return result
+
+
+def write_out(out, result, what: str):
+    """Functionalize ``out=``: rebind traced targets; refuse plain ndarrays."""
+    targets = out if isinstance(out, tuple) else (out,)
+    results = result if isinstance(result, tuple) else (result,)
+    Tracer = _tracer_type()
+    for target, res in zip(targets, results):
+        if not isinstance(target, Tracer):
+            raise MutationError(
+                f"{what}(..., out=ndarray) would write a traced value into a plain ndarray, losing "
+                "its gradient. Fix: drop out= and assign the result, or create the buffer with "
+                "np.zeros(shape, like=x)")
+        if isinstance(res, Tracer) and res.shape == target.shape and res.dtype == target.dtype:
+            target._assign(res)
+        else:
+            target._assign(setitem(target, Ellipsis, res))
+    return out if isinstance(out, tuple) and len(out) > 1 else targets[0]
+
+
+# -- functions ---------------------------------------------------------------------------
+
+LIKE_FUNCTIONS: set = set()   # creation functions whose handler takes the ``like=`` tracer
+
+
+def function(func, args, kwargs, like=None):
+    handler = FUNCTIONS.get(func)
+    if handler is not None:
+        if func in LIKE_FUNCTIONS:
+            return handler(*args, like=like, **kwargs)
+        return handler(*args, **kwargs)
+    implementation = getattr(func, "_implementation", None)
+    if implementation is None:
+        raise _unsupported(_fname(func))
+    try:
+        return implementation(*args, **kwargs)
+    except ConcretizationError as exc:
+        raise _unsupported(_fname(func), "numpy's implementation of it converts its argument to a "
+                           "plain array. Write it with functions that have rules, or mark a function "
+                           "of yours as @ad.primitive and give it a rule with @ad.rrule.") from exc
+
+
+# -- indexing ------------------------------------------------------------------------------
+# An index is stored as a static spec: ints, None, "...", ("slice", start, stop, step), and
+# ("array", k) for the k-th index operand (integer arrays, traced or constant).
+
+def parse_index(index) -> tuple[tuple, list]:
+    Tracer = _tracer_type()
+    items = index if isinstance(index, tuple) else (index,)
+    spec, arrays = [], []
+    for it in items:
+        if it is None:
+            spec.append(None)
+        elif it is Ellipsis:
+            spec.append("...")
+        elif isinstance(it, slice):
+            spec.append(("slice", _static_int(it.start), _static_int(it.stop), _static_int(it.step)))
+        elif isinstance(it, (int, np.integer)) and not isinstance(it, (bool, np.bool_)):
+            spec.append(int(it))
+        else:
+            if not isinstance(it, Tracer):
+                it = np.asarray(it)
+            if it.dtype == np.bool_:
+                for part in np.nonzero(it):
+                    spec.append(("array", len(arrays)))
+                    arrays.append(part)
+                continue
+            if not np.issubdtype(it.dtype, np.integer):
+                raise IndexError(f"arrays used as indices must be integer or boolean, not {it.dtype}")
+            spec.append(("array", len(arrays)))
+            arrays.append(it)
+    return tuple(spec), arrays
+
+
+def _static_int(x):
+    return None if x is None else int(x.__index__())
+
+
+def build_index(spec, arrays) -> tuple:
+    out = []
+    for s in spec:
+        if s == "...":
+            out.append(Ellipsis)
+        elif isinstance(s, tuple):
+            out.append(slice(*s[1:]) if s[0] == "slice" else arrays[s[1]])
+        else:
+            out.append(s)
+    return tuple(out)
+
+
+def getitem(x, index):
+    from .lib.indexing import getitem_p
+    spec, arrays = parse_index(index)
+    return getitem_p.bind(x, *arrays, index=spec)
+
+
+def setitem(x, index, value):
+    from .lib.indexing import setitem_p
+    spec, arrays = parse_index(index)
+    return setitem_p.bind(x, value, *arrays, index=spec)
+
+
+def astype(x, dtype):
+    from .lib.elementwise import astype_p
+    dtype = np.dtype(dtype)
+    Tracer = _tracer_type()
+    if isinstance(x, Tracer) and x.dtype == dtype:
+        return copy(x)
+    return astype_p.bind(x, dtype=dtype)
+
+
+def copy(x):
+    """A fresh tracer for the same value: in SSA a copy needs no equation."""
+    Tracer = _tracer_type()
+    if not isinstance(x, Tracer):
+        return np.array(x, copy=True)
+    x._check_fresh()
+    return Tracer(x._rec, x.variable, x.value)

@@ -1,0 +1,154 @@
+"""Contractions: matmul and einsum are primitives; dot, tensordot, inner, outer, vdot, kron are
+written with them. The matmul rule is the seeds' example: ``dA = dy @ B.T``, ``dB = A.T @ dy``."""
+from __future__ import annotations
+
+import string
+
+import numpy as np
+
+from ..dispatch import implements
+from ..primitives import Primitive
+from ..rrule import rrule
+
+matmul_p = Primitive("matmul", np.matmul, function=np.matmul)
+from ..dispatch import UFUNCS  # noqa: E402  (np.matmul is a ufunc: t @ u arrives as one)
+
+UFUNCS[np.matmul] = matmul_p
+
+
+def _mT(x):
+    return np.swapaxes(x, -1, -2)
+
+
+@rrule(matmul_p)
+def _matmul_rule(a, b):
+    y = a @ b
+
+    def pullback(dy):
+        if a.ndim == 1 and b.ndim == 1:
+            return dy * b, dy * a
+        if a.ndim == 1:     # (k,) @ (..., k, m) -> (..., m); batch dims are summed by project()
+            return (b @ dy[..., None])[..., 0], a[:, None] * dy[..., None, :]
+        if b.ndim == 1:     # (..., n, k) @ (k,) -> (..., n)
+            return dy[..., None] * b, (_mT(a) @ dy[..., None])[..., 0]
+        return dy @ _mT(b), _mT(a) @ dy
+    return y, pullback
+
+
+# -- einsum ----------------------------------------------------------------------------------------
+
+def _einsum(*operands, subscripts):
+    return np.einsum(subscripts, *operands, optimize=len(operands) > 2)
+
+
+einsum_p = Primitive("einsum", _einsum, params=("subscripts",), function=np.einsum)
+
+
+def explicit_subscripts(subscripts: str, shapes) -> str:
+    """``"...ij,jk"`` -> ``"abij,jk->abik"``: no ellipsis, explicit output."""
+    subscripts = subscripts.replace(" ", "")
+    ins, _, out = subscripts.partition("->")
+    terms = ins.split(",")
+    if len(terms) != len(shapes):
+        raise ValueError(f"einsum {subscripts!r} names {len(terms)} operands, got {len(shapes)}")
+    free = [c for c in string.ascii_letters if c not in subscripts]
+    n_ell = max((len(s) - len(t.replace("...", "")) for t, s in zip(terms, shapes) if "..." in t), default=0)
+    ell = "".join(free[:n_ell])
+    terms = [t.replace("...", ell[n_ell - (len(s) - len(t.replace("...", ""))):]) if "..." in t else t
+             for t, s in zip(terms, shapes)]
+    if "->" in subscripts:
+        out = out.replace("...", ell)
+    else:
+        letters = "".join(terms)
+        out = ell + "".join(sorted(c for c in set(letters) if letters.count(c) == 1 and c not in ell))
+    for t in terms:
+        if len(set(t)) != len(t):
+            raise NotImplementedError(
+                f"einsum term {t!r} repeats an index (a diagonal); use np.diagonal or np.trace")
+    return ",".join(terms) + "->" + out
+
+
+@implements(np.einsum)
+def _einsum_handler(subscripts, *operands, out=None, optimize=False, **kwargs):
+    if not isinstance(subscripts, str):
+        raise NotImplementedError("np.einsum in the interleaved (operand, sublist) form has no rule; "
+                                  "use a subscripts string")
+    return einsum_p.bind(*operands, subscripts=explicit_subscripts(subscripts, [np.shape(o) for o in operands]))
+
+
+@rrule(einsum_p)
+def _einsum_rule(*xs, subscripts):
+    y = einsum_p.bind(*xs, subscripts=subscripts)
+    ins, out = subscripts.split("->")
+    terms = ins.split(",")
+
+    def pullback(dy):
+        cts = []
+        for i, (x, term) in enumerate(zip(xs, terms)):
+            others = [(t, o) for j, (t, o) in enumerate(zip(terms, xs)) if j != i]
+            avail = set(out).union(*[set(t) for t, _ in others])
+            kept = "".join(c for c in term if c in avail)   # indices summed only inside x are broadcast back
+            spec = ",".join([out] + [t for t, _ in others]) + "->" + kept
+            ct = einsum_p.bind(dy, *[o for _, o in others], subscripts=spec)
+            if kept != term:
+                shape = tuple(x.shape[k] if c in kept else 1 for k, c in enumerate(term))
+                ct = np.broadcast_to(np.reshape(ct, shape), x.shape)
+            cts.append(ct)
+        return tuple(cts)
+    return y, pullback
+
+
+# -- written with the primitives -------------------------------------------------------------------
+
+@implements(np.dot)
+def _dot(a, b, out=None):
+    if np.ndim(a) == 0 or np.ndim(b) == 0:
+        return np.multiply(a, b)
+    if np.ndim(b) <= 2:
+        return np.matmul(a, b)
+    return np.tensordot(a, b, axes=([-1], [-2]))
+
+
+@implements(np.tensordot)
+def _tensordot(a, b, axes=2):
+    na, nb = np.ndim(a), np.ndim(b)
+    if isinstance(axes, (int, np.integer)):
+        axes = (list(range(na - axes, na)), list(range(axes)))
+    ax_a, ax_b = ([axes[0]] if np.ndim(axes[0]) == 0 else list(axes[0]),
+                  [axes[1]] if np.ndim(axes[1]) == 0 else list(axes[1]))
+    ax_a, ax_b = [int(x) % na for x in ax_a], [int(x) % nb for x in ax_b]
+    letters = iter(string.ascii_letters)
+    ta = [next(letters) for _ in range(na)]
+    tb = [next(letters) for _ in range(nb)]
+    for i, j in zip(ax_a, ax_b):
+        tb[j] = ta[i]
+    out = [c for k, c in enumerate(ta) if k not in ax_a] + [c for k, c in enumerate(tb) if k not in ax_b]
+    return einsum_p.bind(a, b, subscripts=f"{''.join(ta)},{''.join(tb)}->{''.join(out)}")
+
+
+@implements(np.inner)
+def _inner(a, b):
+    if np.ndim(a) == 0 or np.ndim(b) == 0:
+        return np.multiply(a, b)
+    return np.tensordot(a, b, axes=([-1], [-1]))
+
+
+@implements(np.outer)
+def _outer(a, b, out=None):
+    return np.ravel(a)[:, None] * np.ravel(b)[None, :]
+
+
+@implements(np.vdot)
+def _vdot(a, b):
+    return np.sum(np.ravel(a) * np.ravel(b))
+
+
+@implements(np.kron)
+def _kron(a, b):
+    nd = max(np.ndim(a), np.ndim(b))
+    a = np.reshape(a, (1,) * (nd - np.ndim(a)) + np.shape(a))
+    b = np.reshape(b, (1,) * (nd - np.ndim(b)) + np.shape(b))
+    # interleave: a[i, None, j, None] * b[None, k, None, l] -> reshape (i*k, j*l)
+    a_exp = np.reshape(a, tuple(x for n in np.shape(a) for x in (n, 1)))
+    b_exp = np.reshape(b, tuple(x for n in np.shape(b) for x in (1, n)))
+    return np.reshape(a_exp * b_exp, tuple(m * n for m, n in zip(np.shape(a), np.shape(b))))

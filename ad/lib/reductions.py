@@ -1,0 +1,253 @@
+"""Reductions and scans: sum, mean, prod, max/min, cumsum/cumprod, sum_to; var/std/average as
+compositions of those. Axis arguments are normalised to sorted tuples (or None) so that equal
+calls have equal params (for the cache and CSE)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..dispatch import UFUNC_METHODS, implements
+from ..primitives import Primitive
+from ..rrule import linear_rule, non_differentiable, rrule
+
+
+def normalize_axis(axis, ndim: int):
+    if axis is None:
+        return None
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    out = []
+    for a in axes:
+        a = int(a)
+        if not -ndim <= a < max(ndim, 1):
+            raise np.exceptions.AxisError(a, ndim)
+        out.append(a % max(ndim, 1))
+    return tuple(sorted(out))
+
+
+def expand_to(dy, shape, axis, keepdims):
+    """Broadcast a reduction's cotangent back to the reduced operand's shape."""
+    if not keepdims:
+        axes = tuple(range(len(shape))) if axis is None else axis
+        dy = np.reshape(dy, tuple(1 if i in axes else n for i, n in enumerate(shape)))
+    return np.broadcast_to(dy, shape)
+
+
+def _reduction(name, fn):
+    impl = lambda x, axis, keepdims: fn(x, axis=axis, keepdims=keepdims)  # noqa: E731
+    return Primitive(name, impl, params=("axis", "keepdims"), function=fn)
+
+
+sum_p = _reduction("sum", np.sum)
+mean_p = _reduction("mean", np.mean)
+prod_p = _reduction("prod", np.prod)
+max_p = _reduction("max", np.max)
+min_p = _reduction("min", np.min)
+argmax_p = Primitive("argmax", lambda x, axis, keepdims: np.argmax(x, axis=axis, keepdims=keepdims),
+                     params=("axis", "keepdims"), function=np.argmax)
+argmin_p = Primitive("argmin", lambda x, axis, keepdims: np.argmin(x, axis=axis, keepdims=keepdims),
+                     params=("axis", "keepdims"), function=np.argmin)
+any_p = _reduction("any", np.any)
+all_p = _reduction("all", np.all)
+non_differentiable(argmax_p, argmin_p, any_p, all_p)
+
+
+def _reduce_handler(prim):
+    def handler(a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue,
+                where=np._NoValue):
+        if out is not None or initial is not np._NoValue or where is not np._NoValue:
+            from ..dispatch import _unsupported
+            raise _unsupported(f"np.{prim.name}(..., out=/initial=/where=)")
+        if dtype is not None:
+            a = a.astype(dtype) if hasattr(a, "astype") else np.asarray(a, dtype)
+        return prim.bind(a, axis=normalize_axis(axis, np.ndim(a)), keepdims=bool(keepdims))
+    return handler
+
+
+for _prim, _fns in ((sum_p, (np.sum,)), (mean_p, (np.mean,)), (prod_p, (np.prod,)),
+                    (max_p, (np.max, np.amax)), (min_p, (np.min, np.amin)), (any_p, (np.any,)),
+                    (all_p, (np.all,))):
+    implements(*_fns)(_reduce_handler(_prim))
+
+
+@implements(np.argmax)
+def _argmax(a, axis=None, out=None, *, keepdims=False):
+    return argmax_p.bind(a, axis=None if axis is None else int(axis) % np.ndim(a), keepdims=keepdims)
+
+
+@implements(np.argmin)
+def _argmin(a, axis=None, out=None, *, keepdims=False):
+    return argmin_p.bind(a, axis=None if axis is None else int(axis) % np.ndim(a), keepdims=keepdims)
+
+
+linear_rule(sum_p, lambda dy, x, axis, keepdims: expand_to(dy, x.shape, axis, keepdims))
+linear_rule(mean_p, lambda dy, x, axis, keepdims: expand_to(dy, x.shape, axis, keepdims)
+            * (np.size(dy) / np.size(x) if np.size(x) else 0.0))
+
+
+@rrule(prod_p)
+def _prod_rule(x, axis, keepdims):
+    y = np.prod(x, axis=axis, keepdims=keepdims)
+
+    def pullback(dy):
+        # The product of all *other* elements, from exclusive cumulative products: exact where x
+        # has zeros (y / x would give nan there).
+        axes = tuple(range(x.ndim)) if axis is None else axis
+        last = tuple(range(x.ndim - len(axes), x.ndim))
+        moved = np.moveaxis(x, axes, last)
+        flat = np.reshape(moved, moved.shape[:x.ndim - len(axes)] + (-1,))
+        ones = np.ones_like(flat[..., :1])
+        left = np.cumprod(np.concatenate([ones, flat[..., :-1]], axis=-1), axis=-1)
+        right = np.cumprod(np.concatenate([ones, flat[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
+        others = np.moveaxis(np.reshape(left * right, moved.shape), last, axes)
+        return (expand_to(dy, x.shape, axis, keepdims) * others,)
+    return y, pullback
+
+
+def _extremum_rule(fn):
+    def rule(x, axis, keepdims):
+        y = fn(x, axis=axis, keepdims=keepdims)
+
+        def pullback(dy):
+            # split evenly between tied maxima (a valid subgradient, as autograd does)
+            hit = x == expand_to(y, x.shape, axis, keepdims)
+            count = np.sum(hit, axis=axis, keepdims=True)
+            return (expand_to(dy, x.shape, axis, keepdims) * hit / count,)
+        return y, pullback
+    return rule
+
+
+rrule(max_p)(_extremum_rule(np.max))
+rrule(min_p)(_extremum_rule(np.min))
+
+
+# -- sum_to: the projection of broadcasting ----------------------------------------------------
+
+def _sum_to(x, shape):
+    shape = tuple(shape)
+    x = np.asarray(x)
+    lead = x.ndim - len(shape)
+    if lead < 0 or any(s != 1 and s != n for s, n in zip(shape, x.shape[lead:])):
+        raise ValueError(f"a cotangent of shape {x.shape} cannot be summed to its primal's shape "
+                         f"{shape}: the pullback returned a wrongly shaped cotangent")
+    axes = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape) if s == 1 and x.shape[lead + i] != 1)
+    return np.sum(x, axis=axes).reshape(shape) if axes else x.reshape(shape)
+
+
+sum_to_p = Primitive("sum_to", _sum_to, params=("shape",),
+                     doc="Sum a broadcast cotangent back to its primal's shape (unbroadcast).")
+linear_rule(sum_to_p, lambda dy, x, shape: np.broadcast_to(dy, x.shape))
+
+
+def sum_to(x, shape):
+    """Unbroadcast ``x`` to ``shape`` (no equation when the shapes already agree)."""
+    shape = tuple(shape)
+    return x if np.shape(x) == shape else sum_to_p.bind(x, shape=shape)
+
+
+# -- scans -------------------------------------------------------------------------------------
+
+def _scan(name, fn):
+    return Primitive(name, lambda x, axis: fn(x, axis=axis), params=("axis",), function=fn)
+
+
+cumsum_p = _scan("cumsum", np.cumsum)
+cumprod_p = _scan("cumprod", np.cumprod)
+
+
+def _scan_handler(prim):
+    def handler(a, axis=None, dtype=None, out=None):
+        if out is not None:
+            from ..dispatch import _unsupported
+            raise _unsupported(f"np.{prim.name}(..., out=)")
+        if dtype is not None:
+            a = a.astype(dtype)
+        if axis is None:
+            a, axis = np.ravel(a), 0
+        return prim.bind(a, axis=int(axis) % max(np.ndim(a), 1))
+    return handler
+
+
+implements(np.cumsum)(_scan_handler(cumsum_p))
+implements(np.cumprod)(_scan_handler(cumprod_p))
+
+
+def _reverse_cumsum(dy, axis):
+    flip = (slice(None),) * axis + (slice(None, None, -1),)
+    return np.cumsum(dy[flip], axis=axis)[flip]
+
+
+linear_rule(cumsum_p, lambda dy, x, axis: _reverse_cumsum(dy, axis))
+
+
+@rrule(cumprod_p)
+def _cumprod_rule(x, axis):
+    y = np.cumprod(x, axis=axis)
+    # d y_j / d x_i = y_j / x_i for j >= i (x without zeros; documented limitation)
+    return y, lambda dy: (_reverse_cumsum(dy * y, axis) / x,)
+
+
+# -- ufunc methods and compositions ---------------------------------------------------------------
+
+def _method_reduce(prim):
+    def reduce(a, axis=0, dtype=None, out=None, keepdims=False, **kwargs):
+        return _reduce_handler(prim)(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, **kwargs)
+    return reduce
+
+
+UFUNC_METHODS[(np.add, "reduce")] = _method_reduce(sum_p)
+UFUNC_METHODS[(np.multiply, "reduce")] = _method_reduce(prod_p)
+UFUNC_METHODS[(np.maximum, "reduce")] = _method_reduce(max_p)
+UFUNC_METHODS[(np.minimum, "reduce")] = _method_reduce(min_p)
+UFUNC_METHODS[(np.add, "accumulate")] = lambda a, axis=0, dtype=None, out=None: np.cumsum(a, axis, dtype, out)
+UFUNC_METHODS[(np.multiply, "accumulate")] = lambda a, axis=0, dtype=None, out=None: np.cumprod(a, axis, dtype, out)
+
+
+@implements(np.var)
+def _var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=np._NoValue, mean=np._NoValue,
+         correction=np._NoValue):
+    if out is not None or where is not np._NoValue or mean is not np._NoValue:
+        from ..dispatch import _unsupported
+        raise _unsupported("np.var(..., out=/where=/mean=)")
+    if correction is not np._NoValue:
+        ddof = correction
+    d = a - np.mean(a, axis=axis, dtype=dtype, keepdims=True)
+    axes = normalize_axis(axis, np.ndim(a))
+    n = np.size(a) if axes is None else int(np.prod([np.shape(a)[i] for i in axes]))
+    return np.sum(d * d, axis=axis, keepdims=keepdims) / (n - ddof)
+
+
+@implements(np.std)
+def _std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kwargs):
+    return np.sqrt(_var(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims, **kwargs))
+
+
+@implements(np.average)
+def _average(a, axis=None, weights=None, returned=False, *, keepdims=False):
+    if weights is None:
+        avg, total = np.mean(a, axis=axis, keepdims=keepdims), None
+    else:
+        w = np.broadcast_to(weights, np.shape(a)) if np.ndim(weights) == np.ndim(a) else \
+            np.reshape(weights, tuple(-1 if i == axis % np.ndim(a) else 1 for i in range(np.ndim(a))))
+        total = np.sum(w * np.ones_like(a), axis=axis, keepdims=keepdims)
+        avg = np.sum(a * w, axis=axis, keepdims=keepdims) / total
+    return (avg, total if total is not None else np.zeros_like(avg) + np.size(a) / np.size(avg)) if returned else avg
+
+
+@implements(np.ptp)
+def _ptp(a, axis=None, out=None, keepdims=False):
+    return np.max(a, axis=axis, keepdims=keepdims) - np.min(a, axis=axis, keepdims=keepdims)
+
+
+@implements(np.nansum)
+def _nansum(a, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
+    return np.sum(np.where(np.isnan(a), 0, a), axis=axis, dtype=dtype, keepdims=keepdims)
+
+
+@implements(np.nanmean)
+def _nanmean(a, axis=None, dtype=None, out=None, keepdims=False, **kwargs):
+    ok = ~np.isnan(a)
+    return np.sum(np.where(ok, a, 0), axis=axis, keepdims=keepdims) / np.sum(ok, axis=axis, keepdims=keepdims)
+
+
+@implements(np.count_nonzero)
+def _count_nonzero(a, axis=None, *, keepdims=False):
+    return np.sum(a != 0, axis=axis, keepdims=keepdims)

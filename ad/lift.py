@@ -1,0 +1,199 @@
+"""Lifting a rule: trace its primal body and its pullback into two equation lists.
+
+``lift(prim, params, values, needs_grad)`` runs the rule on fresh tracers (its primal operations
+are recorded, not differentiated), then calls the pullback on placeholder cotangent tracers. What
+the pullback closes over *is* a forward tracer, so the backward equations read forward variables
+by identity: no re-mapping table. If anything escapes (the pullback coerces its cotangent, calls a
+function without a rule, branches on a value), the whole rule falls back to an opaque pair that
+runs the real closure (see ``opaque_rrule_p``); falling back for the pullback alone would bake
+trace-time residuals into the tape.
+
+Lifted rules are cached per (primitive, params, operand avals, which operands need gradients).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import TraceError
+from .primitives import Primitive
+from .rrule import project
+from .tangents import NoTangent, ZeroTangent, unthunk
+from .tape import HANDLE, Aval, Eqn, Lit, Origin, Var, freeze_params
+from .tracer import Recorder, Tracer
+
+
+@dataclass(frozen=True)
+class LiftedRule:
+    """One rule instance in closed form over template variables.
+
+    args:  template variables standing for the operands (literals for Python scalars)
+    fwd:   the primal body's equations (read args, define outs)
+    outs:  the primal outputs (template vars, or args, or literals)
+    cts:   placeholder cotangent variables, one per output
+    bwd:   the pullback's equations (read cts, args and fwd variables)
+    grads: one cotangent per operand: a template var, a literal, or None (no gradient)
+    fallback: why the rule could not be lifted (then fwd/bwd are the opaque pair)
+    """
+    prim: Primitive
+    args: tuple[Var, ...]
+    fwd: tuple[Eqn, ...]
+    outs: tuple
+    cts: tuple[Var, ...]
+    bwd: tuple[Eqn, ...]
+    grads: tuple
+    fallback: str | None = None
+
+    @property
+    def residuals(self) -> list[Var]:
+        """Forward-side variables (operands or primal-body values) the pullback reads."""
+        defined = {v for e in self.bwd for v in e.outputs} | set(self.cts)
+        seen, out = set(), []
+        for e in self.bwd:
+            for x in e.inputs:
+                if type(x) is Var and x not in defined and x not in seen:
+                    seen.add(x)
+                    out.append(x)
+        return out
+
+
+_CACHE: dict = {}
+
+
+def clear_cache():
+    _CACHE.clear()
+
+
+def cache_key(prim, params, avals, needs_grad):
+    return (prim, params, tuple(avals), tuple(needs_grad))
+
+
+def lift(prim: Primitive, params: tuple, values: list, needs_grad: tuple[bool, ...],
+         source: str | None = None) -> LiftedRule:
+    """The lifted form of ``prim``'s rule at operands like ``values`` (cached by their avals)."""
+    avals = [Aval.of(v) for v in values]
+    key = cache_key(prim, params, [(type(v), v) if is_weak(v) else a for v, a in zip(values, avals)],
+                    needs_grad)
+    try:
+        hit = _CACHE.get(key)
+    except TypeError:       # unhashable params: lift every time
+        key, hit = None, None
+    if hit is not None:
+        return hit
+    try:
+        lifted = _trace_rule(prim, params, values, needs_grad, source)
+    except (TraceError, TypeError, ValueError, NotImplementedError, AttributeError, IndexError) as exc:
+        lifted = _opaque(prim, params, avals, values, needs_grad, _reason(exc))
+    if key is not None:
+        _CACHE[key] = lifted
+    return lifted
+
+
+def is_weak(x) -> bool:
+    """Python scalars keep numpy's weak-scalar promotion, so they stay literals in templates."""
+    return type(x) in (bool, int, float, complex)
+
+
+def _reason(exc: Exception) -> str:
+    reason = getattr(exc, "reason", None) or str(exc).split("\n")[0]
+    return f"{type(exc).__name__}: {reason}"
+
+
+def _trace_rule(prim, params, values, needs_grad, source) -> LiftedRule:
+    if prim.rule is None:
+        raise NotImplementedError(f"{prim.name} has no rule")
+    kwargs = dict(params)
+    with Recorder() as rec:
+        rec.source = source
+        args = [v if is_weak(v) else rec.new_tracer(v) for v in values]
+        rec.origin = Origin("primal", rule=prim.name)
+        result = prim.rule(*args, **kwargs)
+        if not (isinstance(result, tuple) and len(result) == 2 and callable(result[1])):
+            raise TypeError(f"the rule of {prim.name} must return (y, pullback)")
+        y, pullback = result
+        n_fwd = len(rec.eqns)
+        ys = tuple(y) if prim.multiple_results else (y,)
+        cts = [rec.new_tracer(np.ones_like(_value(o))) for o in ys]
+        rec.origin = Origin("pullback", rule=prim.name)
+        raw = pullback(tuple(cts) if prim.multiple_results else cts[0])
+        raw = raw if isinstance(raw, tuple) else (raw,)
+        if len(raw) != len(args):
+            raise TypeError(f"the pullback of {prim.name} returned {len(raw)} cotangents for "
+                            f"{len(args)} operands")
+        grads = []
+        for arg, g, needed in zip(args, raw, needs_grad):
+            if not needed:
+                grads.append(None)
+                continue
+            g = unthunk(g)
+            rec.origin = Origin("project", rule=prim.name)
+            g = project(arg.aval, g)
+            rec.origin = Origin("pullback", rule=prim.name)
+            grads.append(None if isinstance(g, (NoTangent, ZeroTangent)) else g)
+    return LiftedRule(
+        prim, tuple(a.variable if isinstance(a, Tracer) else Lit.of(a) for a in args), tuple(rec.eqns[:n_fwd]),
+        tuple(_operand(o, rec) for o in ys), tuple(c.variable for c in cts), tuple(rec.eqns[n_fwd:]),
+        tuple(None if g is None else _operand(g, rec) for g in grads))
+
+
+def _value(x):
+    return x.value if isinstance(x, Tracer) else x
+
+
+def _operand(x, rec):
+    if isinstance(x, Tracer):
+        if x._rec is not rec:
+            raise TraceError("the rule returned a value traced elsewhere")
+        return x.variable
+    return Lit.of(np.asarray(x) if not isinstance(x, (float, int, complex)) else x)
+
+
+# -- the opaque fallback -------------------------------------------------------------------
+
+def _opaque_rrule(*operands, prim, params):
+    y, pullback = prim.rule(*operands, **dict(params))
+    ys = tuple(y) if prim.multiple_results else (y,)
+    return (*ys, pullback)
+
+
+def _opaque_pullback(handle, *cts, prim, avals, needs):
+    raw = handle(cts if prim.multiple_results else cts[0])
+    raw = raw if isinstance(raw, tuple) else (raw,)
+    out = []
+    for aval, g, needed in zip(avals, raw, needs):
+        if needed:
+            g = project(aval, unthunk(g))
+            out.append(np.zeros(aval.shape, aval.dtype) if isinstance(g, (NoTangent, ZeroTangent)) else g)
+    return tuple(out)
+
+
+opaque_rrule_p = Primitive("opaque_rrule", _opaque_rrule, params=("prim", "params"),
+                           multiple_results=True, kind="opaque",
+                           doc="Runs a rule that could not be lifted; yields its value and its "
+                               "pullback closure (a handle).")
+opaque_pullback_p = Primitive("opaque_pullback", _opaque_pullback, params=("prim", "avals", "needs"),
+                              multiple_results=True, kind="opaque",
+                              doc="Calls the pullback closure held in a handle.")
+
+
+def _opaque(prim, params, avals, values, needs_grad, reason) -> LiftedRule:
+    """The opaque pair for a rule that cannot be lifted. Its outputs' avals come from running
+    the real rule once (it ran already while tracing, so this cannot fail differently)."""
+    counter = iter(range(10**9))
+    args = tuple(Var(next(counter), a) for a in avals)
+    ys = _opaque_rrule(*values, prim=prim, params=params)[:-1]
+    outs = tuple(Var(next(counter), Aval.of(y)) for y in ys)
+    handle = Var(next(counter), HANDLE)
+    fwd = (Eqn(opaque_rrule_p, args, freeze_params({"prim": prim, "params": params}),
+               outs + (handle,), None, Origin("primal", rule=prim.name)),)
+    cts = tuple(Var(next(counter), o.aval) for o in outs)
+    needed = tuple(i for i, n in enumerate(needs_grad) if n)
+    gvars = tuple(Var(next(counter), avals[i]) for i in needed)
+    bwd = (Eqn(opaque_pullback_p, (handle,) + cts,
+               freeze_params({"prim": prim, "avals": tuple(avals), "needs": tuple(needs_grad)}),
+               gvars, None, Origin("pullback", rule=prim.name)),) if needed else ()
+    grads = [None] * len(avals)
+    for i, g in zip(needed, gvars):
+        grads[i] = g
+    return LiftedRule(prim, args, fwd, outs, cts, bwd, tuple(grads), fallback=reason)

@@ -1,0 +1,124 @@
+"""Writing rules: the ``@rrule`` decorator and helpers for the common kinds.
+
+A rule takes the primal operands (and static keyword parameters) and returns ``(y, pullback)``;
+``pullback(dy)`` returns one cotangent per operand (``NoTangent()`` for those that have none).
+Rules are written with numpy calls on their arguments, so running them on tracers *lifts* them.
+Broadcasting is undone in one place, ``project``, applied by the driver to every cotangent a
+pullback returns; rules never unbroadcast themselves.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from .primitives import Primitive, lookup
+from .tangents import NoTangent, Thunk, ZeroTangent, unthunk
+
+
+def rrule(f):
+    """Register the rule of a primitive: ``@ad.rrule(np.matmul)`` or ``@ad.rrule(my_primitive)``.
+
+    >>> @ad.primitive
+    ... def cube(x):
+    ...     return x * x * x
+    >>> @ad.rrule(cube)
+    ... def cube_rule(x):
+    ...     return cube(x), lambda dy: (3 * x * x * dy,)
+    """
+    prim = lookup(f)
+
+    def register(rule):
+        prim.rule = rule
+        return rule
+    return register
+
+
+def primitive(f=None, *, name: str | None = None, multiple_results: bool = False):
+    """Mark a function as primitive: its calls record as one equation (give it a rule with
+    ``@ad.rrule``). Positional arguments are operands; keyword arguments are static params."""
+    if f is None:
+        return functools.partial(primitive, name=name, multiple_results=multiple_results)
+    prim = Primitive(name or f.__qualname__, f, multiple_results=multiple_results, function=f,
+                     replace=True)
+
+    @functools.wraps(f)
+    def wrapper(*operands, **params):
+        return prim.bind(*operands, **params)
+    wrapper.primitive = prim
+    return wrapper
+
+
+def _partial_ct(dy, d, xs, y):
+    """The cotangent ``dy * d(xs, y)``; ``1``/``-1`` stand for the identity and its negation."""
+    if isinstance(d, int):
+        return dy if d == 1 else -dy
+    return Thunk(lambda: dy * d(*xs, y))
+
+
+def scalar_rule(f, *partials):
+    """An elementwise rule from partial derivatives (ChainRules' ``@scalar_rule``).
+
+    Each partial is ``lambda *xs, y: ...`` (``y`` is the primal output, so ``tanh`` can reuse it),
+    ``1`` or ``-1`` for the identity and its negation, or ``None`` for "no gradient".
+    ``ad.scalar_rule(np.sin, lambda x, y: np.cos(x))``.
+    """
+    prim = lookup(f)
+
+    def rule(*xs, **params):
+        y = prim.bind(*xs, **params)
+
+        def pullback(dy):
+            return tuple(NoTangent() if d is None else _partial_ct(dy, d, xs, y) for d in partials)
+        return y, pullback
+    rule.__qualname__ = rule.__name__ = f"{prim.name}_rule"
+    prim.rule = rule
+    return rule
+
+
+def linear_rule(f, transpose):
+    """A rule for an operation linear in its first operand: ``transpose(dy, *xs, **params)``
+    returns that operand's cotangent; other operands get ``NoTangent``."""
+    prim = lookup(f)
+
+    def rule(*xs, **params):
+        y = prim.bind(*xs, **params)
+
+        def pullback(dy):
+            return (transpose(dy, *xs, **params),) + (NoTangent(),) * (len(xs) - 1)
+        return y, pullback
+    rule.__qualname__ = rule.__name__ = f"{prim.name}_rule"
+    prim.rule = rule
+    return rule
+
+
+def non_differentiable(*fs):
+    """Declare functions whose outputs carry no gradient (comparisons, sign, argmax...)."""
+    for f in fs:
+        prim = lookup(f)
+
+        def rule(*xs, _prim=prim, **params):
+            y = _prim.bind(*xs, **params)
+            return y, lambda dy: (NoTangent(),) * len(xs)
+        rule.__qualname__ = rule.__name__ = f"{prim.name}_rule"
+        prim.rule = rule
+        prim.differentiable = False
+
+
+def project(aval, ct):
+    """Project a cotangent onto its primal: undo broadcasting, match the dtype, drop the
+    tangent of integer and boolean primals. Works on tracers (lifting) and arrays (closure)."""
+    ct = unthunk(ct)
+    if ct is None or isinstance(ct, (NoTangent, ZeroTangent)):
+        return ct if ct is not None else NoTangent()
+    if not np.issubdtype(aval.dtype, np.inexact):
+        return NoTangent()
+    from .lib.reductions import sum_to
+    if np.shape(ct) != aval.shape:
+        ct = sum_to(ct, shape=aval.shape)
+    ct_dtype = ct.dtype if hasattr(ct, "dtype") else np.result_type(ct)
+    if ct_dtype != aval.dtype:
+        if np.issubdtype(ct_dtype, np.complexfloating) and not np.issubdtype(aval.dtype, np.complexfloating):
+            ct = np.real(ct)
+        ct = ct.astype(aval.dtype) if hasattr(ct, "astype") else np.asarray(ct, aval.dtype)
+    return ct

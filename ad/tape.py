@@ -1,0 +1,313 @@
+"""The data model: an immutable SSA tape of primitive equations.
+
+Naming legend (used across the package):
+    Aval   abstract value: shape and dtype of a variable
+    Var    an SSA variable, printed ``%n``; compared by identity
+    Lit    a literal constant operand (Python scalar or ndarray)
+    Eqn    one equation: outputs = primitive(inputs; params)
+    Origin where an equation came from (the user's program, a pullback, an accumulation)
+    Tape   inputs, equations, outputs (+ the pytree structure of the user's arguments and results)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from . import pytree
+
+
+@dataclass(frozen=True, slots=True)
+class Aval:
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+    @staticmethod
+    def of(value) -> "Aval":
+        if isinstance(value, (bool, int, float, complex)) and not isinstance(value, np.generic):
+            return Aval((), np.result_type(value))
+        value = np.asarray(value)
+        return Aval(value.shape, value.dtype)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def is_float(self) -> bool:
+        return np.issubdtype(self.dtype, np.inexact)
+
+    def __str__(self) -> str:
+        return f"{short_dtype(self.dtype)}[{','.join(map(str, self.shape))}]"
+
+
+_DTYPE_SHORT = {"float64": "f64", "float32": "f32", "float16": "f16", "int64": "i64",
+                "int32": "i32", "int16": "i16", "int8": "i8", "uint8": "u8", "bool": "bool",
+                "complex128": "c128", "complex64": "c64", "object": "handle"}
+
+
+def short_dtype(dtype) -> str:
+    name = np.dtype(dtype).name
+    return _DTYPE_SHORT.get(name, name)
+
+
+HANDLE = Aval((), np.dtype(object))  # the aval of an opaque closure handle
+
+
+@dataclass(eq=False, frozen=True, slots=True)
+class Var:
+    n: int
+    aval: Aval
+
+    def __repr__(self) -> str:
+        return f"%{self.n}"
+
+
+@dataclass(eq=False, frozen=True, slots=True)
+class Lit:
+    value: Any
+    aval: Aval
+
+    @staticmethod
+    def of(value) -> "Lit":
+        return Lit(value, Aval.of(value))
+
+    def __repr__(self) -> str:
+        return format_literal(self.value)
+
+
+def format_literal(value) -> str:
+    if isinstance(value, np.ndarray) and value.ndim > 0:
+        if value.size <= 4:
+            return np.array2string(value, separator=",").replace("\n", "")
+        return f"const:{Aval.of(value)}"
+    return repr(value.item() if isinstance(value, np.generic | np.ndarray) else value)
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Where an equation came from.
+
+    kind: "primal" (the user's program or a rule's primal body), "pullback" (a lifted pullback),
+          "accumulate" (fan-in of cotangents), "seed" (the output cotangent), "zeros"
+          (a requested gradient that no path reaches), "project" (cotangent projected onto its primal).
+    of:   for backward equations, the forward variable whose pullback produced this equation;
+          for primal equations inside a rule body, the rule instance's first output.
+    rule: the name of the rule (primitive) involved.
+    """
+    kind: str
+    of: Var | None = None
+    rule: str | None = None
+
+    @property
+    def is_backward(self) -> bool:
+        return self.kind != "primal"
+
+    def describe(self) -> str:
+        if self.kind == "pullback":
+            return f"pullback of {self.of!r} ({self.rule})"
+        if self.kind == "accumulate":
+            return f"accumulate cotangent of {self.of!r}"
+        if self.kind == "project":
+            return f"project cotangent onto {self.of!r} ({self.rule})"
+        if self.kind == "seed":
+            return "output cotangent"
+        if self.kind == "zeros":
+            return f"zero gradient for {self.of!r}"
+        return f"rule {self.rule} of {self.of!r}" if self.of is not None else "primal"
+
+
+@dataclass(frozen=True, slots=True)
+class Eqn:
+    prim: Any                      # ad.primitives.Primitive
+    inputs: tuple[Var | Lit, ...]
+    params: tuple[tuple[str, Any], ...]  # sorted (name, value) pairs; values hashable
+    outputs: tuple[Var, ...]
+    source: str | None = None      # "file.py:12 in f"
+    origin: Origin = Origin("primal")
+
+    @property
+    def kwargs(self) -> dict:
+        return dict(self.params)
+
+    def __str__(self) -> str:
+        return format_eqn(self)
+
+
+def freeze_params(params: dict) -> tuple[tuple[str, Any], ...]:
+    return tuple(sorted(params.items()))
+
+
+@dataclass(frozen=True)
+class Tape:
+    """A straight-line program. ``tape(*args)`` re-runs it on new arguments.
+
+    in_tree/out_tree describe the pytree structure of the user's arguments and result; the
+    leaves of ``in_tree`` that are not traced (Python ints, bools, None, strings) are stored in
+    ``static`` and must match on re-run.
+    """
+    inputs: tuple[Var, ...]
+    eqns: tuple[Eqn, ...]
+    outputs: tuple[Var | Lit, ...]
+    in_tree: Any = None
+    out_tree: Any = None
+    input_names: tuple[str, ...] = ()
+    meta: dict = field(default_factory=dict, compare=False)
+
+    def __post_init__(self):
+        if not self.input_names:
+            object.__setattr__(self, "input_names", tuple(f"x{i}" for i in range(len(self.inputs))))
+
+    # -- running ---------------------------------------------------------------------------
+    def __call__(self, *args):
+        from .interpret import eval_tape
+        flat = self.flatten_args(args)
+        out = eval_tape(self, flat)
+        return pytree.unflatten(self.out_tree, out) if self.out_tree is not None else tuple(out)
+
+    def flatten_args(self, args) -> list:
+        """Flatten ``args`` like the traced arguments; static leaves must be unchanged."""
+        if self.in_tree is None:
+            return list(args)
+        leaves, tree = pytree.flatten(args)
+        if tree != self.in_tree.structure:
+            raise TypeError(f"argument structure {tree} does not match the traced structure "
+                            f"{self.in_tree.structure}; trace the function again for new structures")
+        return self.in_tree.select_traced(leaves)
+
+    # -- views -----------------------------------------------------------------------------
+    def replace(self, **changes) -> "Tape":
+        return replace(self, **changes)
+
+    @property
+    def vars(self) -> dict[str, Var]:
+        """Every variable by its printed name ``%n``."""
+        out = {repr(v): v for v in self.inputs}
+        for e in self.eqns:
+            out.update((repr(v), v) for v in e.outputs)
+        return out
+
+    def producers(self) -> dict[Var, Eqn]:
+        return {v: e for e in self.eqns for v in e.outputs}
+
+    def __str__(self) -> str:
+        return format_tape(self)
+
+    def __len__(self) -> int:
+        return len(self.eqns)
+
+    def _repr_pretty_(self, p, cycle):
+        p.text(str(self))
+
+
+# -- printing ------------------------------------------------------------------------------
+
+def format_operand(x) -> str:
+    return repr(x)
+
+
+def format_param(value) -> str:
+    if isinstance(value, np.dtype):
+        return short_dtype(value)
+    if isinstance(value, type) and issubclass(value, np.generic):
+        return short_dtype(value)
+    return repr(value)
+
+
+def format_eqn(e: Eqn, *, with_origin: bool = False) -> str:
+    lhs = " ".join(f"{v!r}:{v.aval}" for v in e.outputs)
+    params = " ".join(f"{k}={format_param(v)}" for k, v in e.params)
+    rhs = " ".join(filter(None, [e.prim.name, params, " ".join(map(format_operand, e.inputs))]))
+    line = f"{lhs} = {rhs}"
+    if with_origin and e.origin.kind != "primal":
+        line += f"    # {e.origin.describe()}"
+    return line
+
+
+def format_tape(tape: Tape, *, sections: tuple[tuple[str, int], ...] = ()) -> str:
+    """jaxpr-like listing: ``{ lambda %0:f64[3] ; let  %1:f64[3] = sin %0 ... in (%1) }``."""
+    ins = " ".join(f"{v!r}:{v.aval}" for v in tape.inputs)
+    lines = [f"{{ lambda {ins} ; let"]
+    marks = dict(sections)
+    for i, e in enumerate(tape.eqns):
+        if i in marks:
+            lines.append(f"  -- {marks[i]}")
+        lines.append("    " + format_eqn(e, with_origin=True))
+    outs = ", ".join(map(format_operand, tape.outputs))
+    lines.append(f"  in ({outs}) }}")
+    return "\n".join(lines)
+
+
+# -- invariants ------------------------------------------------------------------------------
+
+class InvalidTapeError(ValueError):
+    """A tape breaks one of the invariants ``validate`` checks."""
+
+
+def validate(tape: Tape) -> Tape:
+    """Check the tape's invariants and return it; raises InvalidTapeError naming the equation.
+
+    1. Every variable is defined exactly once (as an input or by one equation) and every
+       ``%n`` name is unique.
+    2. Every equation reads only variables defined before it; outputs are defined.
+    3. Operands are ``Var`` or ``Lit``; params are sorted (name, value) pairs naming declared
+       params of a registered primitive; multi-output equations belong to multi-output primitives.
+    4. Gradient tapes: the forward section holds only "primal" equations and reads no backward
+       variable; the backward section holds only backward equations.
+    """
+    from .primitives import REGISTRY
+    defined: set = set()
+    names: set = set()
+
+    def define(v, where):
+        if type(v) is not Var:
+            raise InvalidTapeError(f"{where}: {v!r} is not a Var")
+        if v in defined or v.n in names:
+            raise InvalidTapeError(f"{where}: {v!r} is defined twice")
+        defined.add(v)
+        names.add(v.n)
+
+    for v in tape.inputs:
+        define(v, "inputs")
+    n_forward = getattr(tape, "n_forward", None)
+    backward_vars: set = set()
+    for i, e in enumerate(tape.eqns):
+        where = f"equation {i} ({format_eqn(e)})"
+        if REGISTRY.get(e.prim.name) is not e.prim:
+            raise InvalidTapeError(f"{where}: primitive {e.prim.name!r} is not registered")
+        if list(e.params) != sorted(e.params, key=lambda kv: kv[0]):
+            raise InvalidTapeError(f"{where}: params are not sorted")
+        if e.prim.params:
+            unknown = [k for k, _ in e.params if k not in e.prim.params]
+            if unknown:
+                raise InvalidTapeError(f"{where}: unknown params {unknown}")
+        if len(e.outputs) != 1 and not e.prim.multiple_results:
+            raise InvalidTapeError(f"{where}: {len(e.outputs)} outputs from a single-output primitive")
+        for x in e.inputs:
+            if type(x) is Var:
+                if x not in defined:
+                    raise InvalidTapeError(f"{where}: reads {x!r} before it is defined")
+                if n_forward is not None and i < n_forward and x in backward_vars:
+                    raise InvalidTapeError(f"{where}: a forward equation reads backward {x!r}")
+            elif type(x) is not Lit:
+                raise InvalidTapeError(f"{where}: operand {x!r} is neither Var nor Lit")
+        if n_forward is not None:
+            backward = i >= n_forward
+            if backward != e.origin.is_backward:
+                raise InvalidTapeError(f"{where}: origin {e.origin.kind!r} in the "
+                                       f"{'backward' if backward else 'forward'} section")
+        for v in e.outputs:
+            define(v, where)
+            if n_forward is not None and i >= n_forward:
+                backward_vars.add(v)
+    for x in tape.outputs:
+        if type(x) is Var and x not in defined:
+            raise InvalidTapeError(f"output {x!r} is not defined")
+        if type(x) not in (Var, Lit):
+            raise InvalidTapeError(f"output {x!r} is neither Var nor Lit")
+    return tape
