@@ -12,14 +12,15 @@ from .errors import (ConcretizationError, MutationError, NonDifferentiableError,
                      TraceError, UnsupportedFunctionError)
 from .primitives import REGISTRY, Primitive
 # writing rules
-from .rrule import linear_rule, non_differentiable, primitive, project, rrule, scalar_rule
+from .rrule import (linear_rule, non_differentiable, primitive, project, rrule, scalar_rule,
+                    using_rule)
 from .tangents import NoTangent, Thunk, ZeroTangent, thunk, unthunk
 from .tape import Aval, Eqn, Lit, Origin, Tape, Var
 
 __all__ = [
     "trace", "grad", "value_and_grad", "vjp", "grad_tape", "partition", "backpropagate",
     "Tape", "GradTape", "Eqn", "Var", "Lit", "Aval", "Origin", "Fallback", "Primitive", "REGISTRY",
-    "rrule", "primitive", "scalar_rule", "linear_rule", "non_differentiable", "project",
+    "rrule", "using_rule", "primitive", "scalar_rule", "linear_rule", "non_differentiable", "project",
     "NoTangent", "ZeroTangent", "Thunk", "thunk", "unthunk",
     "TraceError", "ConcretizationError", "UnsupportedFunctionError", "MutationError", "ShapeError",
     "NonDifferentiableError",

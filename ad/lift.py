@@ -66,7 +66,8 @@ def clear_cache():
 
 
 def cache_key(prim, params, avals, needs_grad):
-    return (prim, params, tuple(avals), tuple(needs_grad))
+    # the rule is part of the key: re-registering a rule (a fix, a test) must re-lift
+    return (prim, prim.rule, params, tuple(avals), tuple(needs_grad))
 
 
 def lift(prim: Primitive, params: tuple, values: list, needs_grad: tuple[bool, ...],

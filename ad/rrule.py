@@ -8,6 +8,7 @@ pullback returns; rules never unbroadcast themselves.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 
 import numpy as np
@@ -32,6 +33,19 @@ def rrule(f):
         prim.rule = rule
         return rule
     return register
+
+
+@contextlib.contextmanager
+def using_rule(f, rule):
+    """Temporarily register ``rule`` for ``f`` (checking a candidate rule, a gallery of wrong
+    rules); the previous rule is restored on exit."""
+    prim = lookup(f)
+    old = prim.rule
+    prim.rule = rule
+    try:
+        yield prim
+    finally:
+        prim.rule = old
 
 
 def primitive(f=None, *, name: str | None = None, multiple_results: bool = False):

@@ -219,3 +219,9 @@ def _gap(xs) -> float:
 
 def domains(spec: Spec):
     return [(a.lo, a.hi) for a in spec.args]
+
+
+from specs_linalg import LINALG_COMPOSITIONS, LINALG_SPECS  # noqa: E402  (the Spec, Arg names are defined above)
+
+SPECS += LINALG_SPECS
+COMPOSITIONS += LINALG_COMPOSITIONS
