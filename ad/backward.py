@@ -121,15 +121,17 @@ _BACKPROPAGATE: dict[tuple[Primitive, str], Callable] = {}
 
 
 def backpropagate(prim, kind: str = "dense"):
-    """Overload how the pullback of ``prim`` is inlined for cotangents of ``kind``.
+    """Overload the pullback of ``prim`` inlined for cotangents of ``kind`` (the proposal of
+    ChainRulesCore #53: a dispatch point between a rule and its use).
 
-    The overload is called as ``fn(lifted, cotangent_kinds)`` with the default ``LiftedRule`` and
-    returns the ``LiftedRule`` to inline instead (e.g. one traced from a cheaper pullback). Kinds:
-    "dense" (an array), "zero" (structurally zero; the default skips the pullback), or a kind
-    attached to a seed by the caller.
+    The overload takes the operands and params like a rule and returns a pullback; it is traced
+    (lifted) like any pullback, so it must be numpy code with rules. Kinds: "dense" (every
+    output has a cotangent) and "zero" (some output of a multi-output primitive has none; the
+    default feeds zeros). The default inlines the rule's own lifted pullback.
 
-    >>> @ad.backpropagate(np.take, "dense")
-    ... def take_as_scatter(lifted, kinds): ...
+    >>> @ad.backpropagate(np.maximum, "dense")
+    ... def maximum_ties_to_first(a, b):
+    ...     return lambda dy: (np.where(a >= b, dy, 0), np.where(a >= b, 0, dy))
     """
     from .primitives import lookup
     p = lookup(prim)
@@ -140,12 +142,21 @@ def backpropagate(prim, kind: str = "dense"):
     return register
 
 
-def _select_template(lifted: LiftedRule, kinds: tuple[str, ...]) -> LiftedRule:
-    for kind in kinds:
-        fn = _BACKPROPAGATE.get((lifted.prim, kind))
-        if fn is not None:
-            return fn(lifted, kinds)
-    return lifted
+def _template(e: Eqn, lifted: LiftedRule, kinds: tuple[str, ...], opvals, needs) -> LiftedRule:
+    """The lifted pullback to inline: an overload's for the cotangents' kind, or the rule's."""
+    kind = "zero" if "zero" in kinds else "dense"
+    overload = _BACKPROPAGATE.get((e.prim, kind))
+    if overload is None:
+        return lifted
+    rule = _OVERLOAD_RULES.get(overload)
+    if rule is None:
+        def rule(*xs, _prim=e.prim, **params):
+            return _prim.bind(*xs, **params), overload(*xs, **params)
+        _OVERLOAD_RULES[overload] = rule
+    return lift(e.prim, e.params, opvals, needs, e.source, rule=rule)
+
+
+_OVERLOAD_RULES: dict = {}
 
 
 # -- building ------------------------------------------------------------------------------
@@ -230,7 +241,7 @@ def build(primal: Tape, values: list, wrt: list[int], *, seed: str = "ones",
             b.eqns[i] = replace(b.eqns[i], origin=Origin("primal", of=first, rule=e.prim.name))
         env.update(zip(e.outputs, outs))
         active.update(o for o in outs if o.aval.is_float)
-        instances.append((e, lifted, sub, ops, outs))
+        instances.append((e, lifted, sub, ops, outs, opvals, needs))
     n_forward = len(b.eqns)
 
     value_outs = [env[x] if type(x) is Var else x for x in primal.outputs]
@@ -255,15 +266,17 @@ def build(primal: Tape, values: list, wrt: list[int], *, seed: str = "ones",
             if type(out) is Var and out in active:
                 ct[out] = s if out not in ct else _add(b, ct[out], s, out, None)
 
-    for e, lifted, sub, ops, outs in reversed(instances):
+    for e, lifted, sub, ops, outs, opvals, needs in reversed(instances):
         cts = [ct.get(o) for o in outs]
         if all(c is None for c in cts):
             continue
         kinds = tuple("zero" if c is None else "dense" for c in cts)
-        template = _select_template(lifted, kinds)
+        template = _template(e, lifted, kinds, opvals, needs)
         cts = [_zeros(b, o.aval, o, "zeros", e.source) if c is None else c for c, o in zip(cts, outs)]
         bsub = dict(sub)
-        bsub.update({a: o for a, o in zip(template.args, ops) if type(a) is Var})
+        if template is not lifted:   # an overload: its primal outputs are this instance's
+            bsub.update({a: o for a, o in zip(template.args, ops) if type(a) is Var})
+            bsub.update({t: o for t, o in zip(template.outs, outs) if type(t) is Var})
         bsub.update(zip(template.cts, cts))
         of = outs[0]
         b.inline(template.bwd, bsub, e.source,

@@ -62,7 +62,11 @@ class TraceError(Exception):
 
 
 class ConcretizationError(TraceError, TypeError):
-    """A traced value was asked for a concrete Python or numpy value (float(), bool(), asarray)."""
+    """A traced value was asked for a concrete Python or numpy value (float(), bool(), asarray).
+
+    Writing a 0-d tracer into a plain ndarray (``a[i] = t``) reaches the user as numpy's
+    "setting an array element with a sequence" ValueError, raised *from* this error (numpy
+    catches the conversion error and tries the sequence protocol); the traceback shows both."""
 
 
 class UnsupportedFunctionError(TraceError, NotImplementedError):

@@ -71,11 +71,13 @@ def cache_key(prim, params, avals, needs_grad):
 
 
 def lift(prim: Primitive, params: tuple, values: list, needs_grad: tuple[bool, ...],
-         source: str | None = None) -> LiftedRule:
-    """The lifted form of ``prim``'s rule at operands like ``values`` (cached by their avals)."""
+         source: str | None = None, rule=None) -> LiftedRule:
+    """The lifted form of ``prim``'s rule (or of ``rule``, standing in for it) at operands like
+    ``values``; cached by their avals."""
+    rule = rule or prim.rule
     avals = [Aval.of(v) for v in values]
-    key = cache_key(prim, params, [(type(v), v) if is_weak(v) else a for v, a in zip(values, avals)],
-                    needs_grad)
+    key = (rule,) + cache_key(prim, params, [(type(v), v) if is_weak(v) else a
+                                              for v, a in zip(values, avals)], needs_grad)
     try:
         hit = _CACHE.get(key)
     except TypeError:       # unhashable params: lift every time
@@ -83,7 +85,7 @@ def lift(prim: Primitive, params: tuple, values: list, needs_grad: tuple[bool, .
     if hit is not None:
         return hit
     try:
-        lifted = _trace_rule(prim, params, values, needs_grad, source)
+        lifted = _trace_rule(prim, rule, params, values, needs_grad, source)
     except (TraceError, TypeError, ValueError, NotImplementedError, AttributeError, IndexError) as exc:
         lifted = _opaque(prim, params, avals, values, needs_grad, _reason(exc))
     if key is not None:
@@ -101,15 +103,15 @@ def _reason(exc: Exception) -> str:
     return f"{type(exc).__name__}: {reason}"
 
 
-def _trace_rule(prim, params, values, needs_grad, source) -> LiftedRule:
-    if prim.rule is None:
+def _trace_rule(prim, rule, params, values, needs_grad, source) -> LiftedRule:
+    if rule is None:
         raise NotImplementedError(f"{prim.name} has no rule")
     kwargs = dict(params)
     with Recorder() as rec:
         rec.source = source
         args = [v if is_weak(v) else rec.new_tracer(v) for v in values]
         rec.origin = Origin("primal", rule=prim.name)
-        result = prim.rule(*args, **kwargs)
+        result = rule(*args, **kwargs)
         if not (isinstance(result, tuple) and len(result) == 2 and callable(result[1])):
             raise TypeError(f"the rule of {prim.name} must return (y, pullback)")
         y, pullback = result

@@ -109,9 +109,11 @@ class Recorder:
         self.eqns.append(Eqn(prim, tuple(i for i, _ in pairs), freeze_params(params),
                              tuple(t.variable for t in tracers), source, self.origin))
         if prim.returns_view and prim.returns_view(operands) and isinstance(operands[0], Tracer):
-            base = operands[0]._base[0] if operands[0]._base else operands[0]
+            src = operands[0]
+            root, chain = (src._base[0], src._base[3]) if src._base else (src, ())
+            step = (prim, params, tuple(operands[1:]))
             for t in tracers:
-                t._base = (base, base._version, source)
+                t._base = (root, root._version, source, chain + (step,))
         return tuple(tracers) if prim.multiple_results else tracers[0]
 
 
@@ -131,7 +133,7 @@ class Tracer:
         self._rec = rec
         self.variable = var
         self.value = value
-        self._base = None        # (base tracer, base version when taken, source) for views
+        self._base = None        # views: (root tracer, its version when taken, source, steps)
         self._version = 0        # bumped by every in-place write
 
     # -- array attributes ------------------------------------------------------------------
@@ -184,7 +186,7 @@ class Tracer:
         self._concrete("bool() (an `if`, `while`, `and`/`or` or assert)")
 
     def __float__(self):
-        self._concrete("float() (or a math.* function)")
+        self._concrete("float() (or a math.* function, or writing it into a plain ndarray)")
 
     def __int__(self):
         self._concrete("int()")
@@ -207,29 +209,50 @@ class Tracer:
     # -- views and in-place writes -----------------------------------------------------------
     def _check_fresh(self):
         if self._base is not None:
-            base, version, where = self._base
+            base, version, where, _ = self._base
             if base._version != version:
                 raise MutationError(
-                    f"{self.variable!r} is a view (taken at {where}) of an array that was modified in "
-                    "place afterwards; numpy would show the modification through the view, but a "
-                    "tape records values. Fix: take the view after the write, or .copy() it "
+                    f"{self.variable!r} is a view (taken at {where}) of an array that was modified "
+                    "in place afterwards; numpy would show the modification through the view, but "
+                    "a tape records values. Fix: take the view after the write, or .copy() it "
                     "before the write.")
 
     def _assign(self, new: "Tracer"):
-        """Rebind this tracer to ``new`` (the functional result of an in-place write)."""
+        """Rebind this tracer to ``new`` (the functional result of an in-place write). A write
+        into a view is written through to its base, as numpy would."""
         if self._base is not None:
-            raise MutationError(
-                f"in-place write into {self.variable!r}, a view (taken at {self._base[2]}) of another "
-                "traced array; numpy would change that array too. Fix: write into the original "
-                "array (x[i, j] = v), or .copy() the view first.")
+            self._check_fresh()
+            root, _, where, chain = self._base
+            root._assign(_write_through(root, chain, new))
+            self._base = (root, root._version, where, chain)
         self.variable, self.value = new.variable, new.value
         self._version += 1
-
     def __setitem__(self, index, value):
         self._assign(dispatch.setitem(self, index, value))
 
     def __getitem__(self, index):
         return dispatch.getitem(self, index)
+
+
+def _write_through(root: Tracer, chain, new):
+    """The new value of ``root`` after writing ``new`` into the view ``chain`` derives from it
+    (basic indexing, reshape and transpose steps)."""
+    from .lib.indexing import setitem_p
+    bases = [root]
+    for prim, params, rest in chain[:-1]:
+        bases.append(prim.bind(bases[-1], *rest, **params))
+    for (prim, params, rest), base in reversed(list(zip(chain, bases))):
+        if prim.name == "getitem":
+            new = setitem_p.bind(base, new, *rest, **params)
+        elif prim.name == "reshape":
+            new = np.reshape(new, base.shape)
+        elif prim.name == "transpose":
+            new = np.transpose(new, tuple(np.argsort(params["axes"])))
+        else:
+            raise MutationError(f"in-place write through a {prim.name} view is not supported "
+                                "(numpy makes such views read-only or copies); write into the "
+                                "original array instead")
+    return new
 
 
 def _binary(ufunc):

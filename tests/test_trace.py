@@ -1,0 +1,199 @@
+"""Tracing plain numpy: the tape, pytrees, static arguments, in-place code, and loud errors
+that name the user's line."""
+import inspect
+from collections import namedtuple
+
+import numpy as np
+import pytest
+
+import ad
+from ad.tape import validate
+
+
+def line_of(fn, marker: str) -> int:
+    """The line number of the line in ``fn`` that contains ``marker``."""
+    lines, start = inspect.getsourcelines(fn)
+    return start + next(i for i, text in enumerate(lines) if marker in text)
+
+
+def test_listing_is_typed_and_reruns():
+    def f(x, w):
+        return np.sum(np.tanh(x @ w) * 2.0)
+    x, w = np.ones((2, 3)), np.ones((3, 4))
+    tape = validate(ad.trace(f, x, w))
+    text = str(tape)
+    assert "%2:f64[2,4] = matmul %0 %1" in text
+    assert "tanh %2" in text and "multiply %3 2.0" in text
+    x2, w2 = np.random.default_rng(0).standard_normal((2, 3)), np.random.default_rng(1).standard_normal((3, 4))
+    assert np.allclose(tape(x2, w2), f(x2, w2))
+
+
+def test_pytree_arguments_and_outputs():
+    Point = namedtuple("Point", "x y")
+
+    def f(params, pts):
+        out = {"a": params["w"] * pts[0].x, "b": [params["w"] + pts[1].y]}
+        return out, (pts[0].y, 3.0)
+    params = {"w": np.arange(3.0)}
+    pts = [Point(np.ones(3), 2.0), Point(np.zeros(3), np.float32(1.5))]
+    tape = ad.trace(f, params, pts)
+    assert tape.input_names[:2] == ("params['w']", "pts[0].x")
+    out = tape(params, pts)
+    ref = f(params, pts)
+    assert out[0]["a"].tolist() == ref[0]["a"].tolist() and out[1][1] == 3.0
+    assert out[0]["b"][0].tolist() == ref[0]["b"][0].tolist()
+
+
+def test_static_python_ints_are_baked_and_guarded():
+    tape = ad.trace(lambda x, n: x ** n + np.sum(np.ones(n, like=x)), 2.0, 3)
+    assert tape(4.0, 3) == 64.0 + 3
+    with pytest.raises(ValueError, match="static argument n was 3 when traced and is 4 now"):
+        tape(4.0, 4)
+
+
+def test_inplace_code_is_functionalized():
+    def f(x):
+        y = np.zeros(3, like=x)
+        before = y * 1           # captured before the mutation: keeps the old value
+        y[0] = x[1] * 2
+        y[1:] += x[:2]           # a write through a view reaches the base, as in numpy
+        np.multiply(y, 3.0, out=y)
+        y += before
+        return y
+    x = np.array([1.0, 2.0, 3.0])
+    tape = validate(ad.trace(f, x))
+    assert tape(x).tolist() == [12.0, 3.0, 6.0]
+    g = ad.grad(lambda x: np.sum(f(x) ** 2))(x)
+    assert np.allclose(g, [2 * 3 * 3 * 1, 2 * 12 * 6 + 2 * 3 * 3 * 2, 0])
+
+
+def test_stale_view_is_an_error():
+    def f(x):
+        v = x[:2]
+        x[0] = 5.0        # numpy would show this through v
+        return np.sum(v)  # line: stale view
+    with pytest.raises(ad.MutationError, match="view") as info:
+        ad.trace(f, np.ones(3))
+    assert f"test_trace.py:{line_of(f, 'line: stale view')}" in str(info.value)
+
+
+def test_iteration_len_and_methods():
+    def f(x):
+        total = 0.0
+        for row in x:
+            total = total + row.sum() * len(x)
+        return total + x.T.reshape(-1).mean() + x.max(axis=0).min() + abs(-x).std()
+    x = np.random.default_rng(0).standard_normal((3, 2))
+    assert np.isclose(ad.trace(f, x)(x), f(x))
+
+
+def test_boolean_and_integer_indexing():
+    def f(x):
+        return np.sum(x[x > 0] ** 2) + np.sum(x[np.array([0, 0, 1]), ..., None]) + x[-1, ::-1].sum()
+    x = np.array([[1.0, -2.0], [3.0, 4.0]])
+    assert np.isclose(ad.trace(f, x)(x), f(x))
+    g = ad.grad(f)(x)
+    eps = 1e-6
+    for i in np.ndindex(x.shape):
+        d = np.zeros_like(x)
+        d[i] = eps
+        assert np.isclose(g[i], (f(x + d) - f(x - d)) / (2 * eps), atol=1e-5)
+
+
+# -- loud errors: each names the cause, the user's line and the fix ----------------------------
+
+def _raises(error, fn, *args, match, marker):
+    with pytest.raises(error, match=match) as info:
+        ad.trace(fn, *args)
+    message = str(info.value)
+    assert f"test_trace.py:{line_of(fn, marker)}" in message, message
+    assert isinstance(info.value, (TypeError, ValueError, NotImplementedError))
+    return message
+
+
+def test_asarray_is_loud():
+    def f(x):
+        return np.asarray(x) * 2  # mark
+    msg = _raises(ad.ConcretizationError, f, np.ones(2), match="plain numpy array", marker="# mark")
+    assert "like=" in msg
+
+
+def test_float_and_bool_are_loud():
+    def f(x):
+        return float(x[0]) * x  # mark
+    _raises(ad.ConcretizationError, f, np.ones(2), match=r"float\(\)", marker="# mark")
+
+    def g(x):
+        if x[0] > 0:  # mark
+            return x
+        return -x
+    msg = _raises(ad.ConcretizationError, g, np.ones(2), match=r"bool\(\)", marker="# mark")
+    assert "np.where" in msg
+
+
+def test_writing_into_plain_ndarray_is_loud():
+    def f(x):
+        buf = np.zeros((2, 2))
+        buf[0] = x  # mark
+        return buf
+    _raises(ad.ConcretizationError, f, np.ones(2), match="writing a traced value into a", marker="# mark")
+
+    def f0(x):
+        buf = np.zeros(2)
+        buf[0] = x[0]  # mark
+        return buf
+    # numpy replaces a 0-d conversion error by its own ValueError, raised from ours
+    with pytest.raises(ValueError) as info:
+        ad.trace(f0, np.ones(2))
+    cause = info.value.__cause__
+    assert isinstance(cause, ad.ConcretizationError)
+    assert f"test_trace.py:{line_of(f0, '# mark')}" in str(cause)
+
+    def g(x):
+        buf = np.zeros(2)
+        np.add(x, 1.0, out=buf)  # mark
+        return buf
+    _raises(ad.MutationError, g, np.ones(2), match="out=ndarray", marker="# mark")
+
+
+def test_ndarray_method_with_tracer_is_loud():
+    w = np.ones((2, 2))
+
+    def f(x):
+        return w.dot(x)  # mark  (HIPS autograd issue 8: silently zero gradients)
+    _raises(ad.ConcretizationError, f, np.ones(2), match="A.dot", marker="# mark")
+
+
+def test_function_without_rule_is_loud():
+    def f(x):
+        return np.unwrap(x)  # mark
+    msg = _raises(ad.UnsupportedFunctionError, f, np.ones(3), match="np.unwrap has no rule", marker="# mark")
+    assert "@ad.primitive" in msg and "@ad.rrule" in msg
+
+
+def test_user_primitive_without_rule_is_loud_at_grad_time():
+    @ad.primitive
+    def mystery(x):
+        return x * 2
+
+    def f(x):
+        return np.sum(mystery(x))
+    with pytest.raises(NotImplementedError, match="mystery has no rule") as info:
+        ad.grad(f)(np.ones(2))
+    assert "@ad.rrule" in str(info.value)
+
+
+def test_grad_of_non_scalar_suggests_vjp():
+    with pytest.raises(ad.NonDifferentiableError, match="vjp"):
+        ad.grad(lambda x: x * 2)(np.ones(3))
+
+
+def test_escaped_tracer_is_loud():
+    leaked = []
+
+    def f(x):
+        leaked.append(x)
+        return np.sum(x)
+    ad.trace(f, np.ones(2))
+    with pytest.raises(ad.TraceError, match="after its trace ended"):
+        np.sin(leaked[0])
