@@ -105,15 +105,16 @@ def grad_tape(f, *args, argnums=0) -> GradTape:
                  wrt, grad_tree=grad_tree, grad_slots=slots)
 
 
-def _signature(args):
-    leaves, structure = pytree.flatten(args)
-    return (structure,) + tuple(
-        (np.shape(x), np.result_type(_concrete(x))) if pytree.is_traceable_leaf(x) else (type(x), x)
-        for x in leaves)
+def _leaf_signature(x):
+    if isinstance(x, np.ndarray):
+        return (x.shape, x.dtype)
+    if pytree.is_traceable_leaf(x):
+        return (np.shape(x), np.result_type(_concrete(x)))
+    return (type(x), x)
 
 
-def _has_tracer(args) -> bool:
-    return any(isinstance(x, Tracer) for x in pytree.flatten(args)[0])
+def _has_tracer(leaves) -> bool:
+    return any(isinstance(x, Tracer) for x in leaves)
 
 
 def value_and_grad(f, argnums=0, *, form: str = "lifted", optimize: bool = True):
@@ -123,9 +124,11 @@ def value_and_grad(f, argnums=0, *, form: str = "lifted", optimize: bool = True)
     cache: dict = {}
 
     def value_and_grad_f(*args):
+        leaves, structure = pytree.flatten(args)
+        key = (structure,) + tuple(_leaf_signature(x) for x in leaves)
         if form == "closure":
-            return _closure(f, args, argnums)
-        key = _signature(args)
+            primal = cache.get(key) or cache.setdefault(key, trace(f, *args))
+            return _closure(primal, args, argnums)
         entry = cache.get(key)
         if entry is None:
             gt = grad_tape(f, *args, argnums=argnums)
@@ -134,12 +137,13 @@ def value_and_grad(f, argnums=0, *, form: str = "lifted", optimize: bool = True)
                 gt = run_passes(gt)
             entry = cache[key] = [gt, None]
         gt = entry[0]
-        if form == "compiled" and not _has_tracer(args):
+        traced = _has_tracer(leaves)
+        if form == "compiled" and not traced:
             if entry[1] is None:
                 from .codegen import compile_tape
                 entry[1] = compile_tape(gt)
-            return entry[1](*args)
-        if gt.fallbacks and _has_tracer(args):
+            return entry[1].call_flat(gt.in_tree.select_traced(leaves))
+        if gt.fallbacks and traced:
             from .errors import NonDifferentiableError
             raise NonDifferentiableError(
                 "cannot differentiate through a gradient whose rules fell back to closures: "
@@ -167,8 +171,8 @@ def grad(f, argnums=0, *, form: str = "lifted", optimize: bool = True):
     return grad_f
 
 
-def _closure(f, args, argnums):
-    primal = trace(f, *args)
+def _closure(primal: Tape, args, argnums):
+    """Closure form: the traced program's rules run eagerly and their pullbacks are called."""
     wrt, grad_tree, slots = _wrt(primal, argnums, len(args))
     flat = primal.in_tree.select_traced(pytree.flatten(args)[0])
     if len(primal.outputs) != 1 or primal.outputs[0].aval.shape != ():

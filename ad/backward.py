@@ -46,6 +46,7 @@ class GradTape(Tape):
     grad_tree: Any = None              # structure of the gradients
     grad_slots: tuple[int, ...] = ()   # per gradient leaf: index into grad outputs, or -1
     fallbacks: tuple[Fallback, ...] = ()
+    wrt: tuple[int, ...] = ()          # the inputs the gradient outputs belong to, in order
 
     @property
     def serializable(self) -> bool:
@@ -287,18 +288,19 @@ def build(primal: Tape, values: list, wrt: list[int], *, seed: str = "ones",
             g = bsub[g] if type(g) is Var else g
             ct[target] = g if target not in ct else _add(b, ct[target], g, target, e.source)
 
-    grads = []
+    grads, grad_inputs = [], []
     for i in wrt:
         v = inputs[i]
         if not v.aval.is_float:
             continue
+        grad_inputs.append(i)
         grads.append(ct[v] if v in ct else _zeros(b, v.aval, v, "zeros"))
     return GradTape(tuple(inputs) + tuple(seeds), tuple(b.eqns), tuple(value_outs) + tuple(grads),
                     primal.in_tree, primal.out_tree, primal.input_names + tuple(
                         f"ct{i}" for i in range(len(seeds))),
                     n_forward=n_forward, n_values=len(value_outs), n_seeds=len(seeds),
                     grad_tree=grad_tree, grad_slots=tuple(grad_slots),
-                    fallbacks=tuple(fallbacks))
+                    fallbacks=tuple(fallbacks), wrt=tuple(grad_inputs))
 
 
 def _rule_output(b: _Builder, sub, o, lifted: LiftedRule, primal_var: Var, e: Eqn):

@@ -27,10 +27,10 @@ class _Namespace:
         self.globals = {"np": np}
         self._ids: dict = {}
 
-    def bind(self, value, stem: str) -> str:
+    def bind(self, value, stem: str, numbered: bool = True) -> str:
         key = id(value)
         if key not in self._ids:
-            name = f"{stem}{len(self._ids)}"
+            name = f"{stem}{len(self._ids)}" if numbered or stem in self.globals else stem
             self._ids[key] = name
             self.globals[name] = value
         return self._ids[key]
@@ -102,7 +102,7 @@ def eqn_source(e, ns: _Namespace) -> str:
     kw = "".join(f", {k}={_value_src(v, ns)}" for k, v in params.items())
     if name in _NUMPY_CALLS or (e.prim.function is not None and isinstance(e.prim.function, np.ufunc)):
         return f"np.{e.prim.function.__name__ if isinstance(e.prim.function, np.ufunc) else name}({', '.join(args)}{kw})"
-    fn = ns.bind(e.prim.impl, _ident(name) + "_")
+    fn = ns.bind(e.prim.impl, _ident(name), numbered=False)
     return f"{fn}({', '.join(args)}{kw})"
 
 
@@ -136,8 +136,12 @@ class Compiled:
         self.fn = namespace[name]
 
     def __call__(self, *args, cotangents=()):
+        return self.call_flat(self.tape.flatten_args(args) + list(cotangents))
+
+    def call_flat(self, flat: list):
+        """Run on the flat traced inputs; results shaped like the tape's outputs."""
         tape = self.tape
-        out = list(self.fn(*tape.flatten_args(args), *cotangents))
+        out = list(self.fn(*flat))
         if isinstance(tape, GradTape):
             return tape.split(out)
         return pytree.unflatten(tape.out_tree, out) if tape.out_tree is not None else tuple(out)

@@ -86,8 +86,8 @@ def fold(tape: Tape) -> Tape:
     kept = []
     for i, e in enumerate(tape.eqns):
         inputs = [subst.get(x, x) if type(x) is Var else x for x in e.inputs]
-        small = all(v.aval.size <= FOLD_MAX_SIZE for v in e.outputs)
-        if e.prim.kind == "pure" and small and all(type(x) is Lit for x in inputs):
+        if (e.prim.kind == "pure" and all(type(x) is Lit for x in inputs)
+                and all(v.aval.size <= FOLD_MAX_SIZE for v in e.outputs)):
             out = e.prim.impl(*(x.value for x in inputs), **e.kwargs)
             outs = out if e.prim.multiple_results else (out,)
             for v, o in zip(e.outputs, outs):
@@ -133,6 +133,8 @@ def simplify(tape: Tape) -> Tape:
         if target == "zero":
             e = Eqn(full_p, (), (("dtype", out.aval.dtype), ("fill_value", 0), ("shape", out.aval.shape)),
                     e.outputs, e.source, e.origin)
+        elif isinstance(target, tuple) and target[0] == "inputs":
+            e = replace(e, inputs=target[1])
         elif target is not None:
             subst[out] = target
             continue
@@ -184,11 +186,30 @@ def _simplified(e, ins, out, producers, zeros):
             inner = p.kwargs["axes"]
             if tuple(inner[a] for a in axes) == tuple(range(len(axes))) and _same(p.inputs[0], out):
                 return p.inputs[0]
+    if name in _ELEMENTWISE_BINARY:
+        narrowed = _skip_broadcast(ins, out, producers)
+        if narrowed is not None:
+            return narrowed
     if name in _LINEAR_UNARY and type(ins[0]) is Var and ins[0] in zeros:
         return "zero"
     return None
 
 
+def _skip_broadcast(ins, out, producers):
+    """An elementwise operand made by broadcast_to is broadcast by the operation anyway: a new
+    equation reading the un-broadcast value when the result's shape stays the same."""
+    new_ins = list(ins)
+    for k, x in enumerate(ins):
+        p = producers.get(x) if type(x) is Var else None
+        if p is not None and p.prim.name == "broadcast_to":
+            trial = new_ins[:k] + [p.inputs[0]] + new_ins[k + 1:]
+            if np.broadcast_shapes(*(np.shape(t.value) if type(t) is Lit else t.aval.shape
+                                     for t in trial)) == out.aval.shape:
+                new_ins = trial
+    return ("inputs", tuple(new_ins)) if new_ins != list(ins) else None
+
+
+_ELEMENTWISE_BINARY = {"add", "subtract", "multiply", "divide", "maximum", "minimum", "power"}
 _LINEAR_UNARY = {"negative", "reshape", "transpose", "broadcast_to", "sum_to", "sum", "mean",
                  "cumsum", "positive", "getitem", "conjugate"}
 

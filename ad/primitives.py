@@ -43,7 +43,6 @@ class Primitive:
 
     def bind(self, *operands, **params):
         """Apply to operands: records an equation if any operand is traced, else computes."""
-        from .tracer import find_recorder
         rec = find_recorder(operands)
         if rec is None:
             return self.impl(*operands, **params)
@@ -51,6 +50,11 @@ class Primitive:
 
     def __repr__(self) -> str:
         return self.name
+
+
+def find_recorder(operands):
+    """Set by ad.tracer (which imports this module): the active recorder among the operands."""
+    raise RuntimeError("ad.tracer is not loaded")
 
 
 def lookup(f) -> Primitive:

@@ -16,7 +16,7 @@ import itertools
 
 import numpy as np
 
-from . import dispatch
+from . import dispatch, primitives
 from .errors import ConcretizationError, MutationError, TraceError, user_location
 from .tape import Aval, Eqn, Lit, Origin, Var, freeze_params
 
@@ -34,6 +34,9 @@ def find_recorder(operands) -> "Recorder | None":
         raise TraceError("a traced value is used after its trace ended (was it stored in a global "
                          "or in an object that outlived the traced call?)")
     return rec
+
+
+primitives.find_recorder = find_recorder
 
 
 class Recorder:
