@@ -32,11 +32,14 @@ def eval_tape(tape: Tape, args, env: dict | None = None) -> list:
     return [env[x] if type(x) is Var else x.value for x in tape.outputs]
 
 
-def eval_closure(primal: Tape, args, wrt: list[int], seeds: list) -> tuple[list, list]:
+def eval_closure(primal: Tape, args, wrt: list[int], seeds: list, observe=None) -> tuple[list, list]:
     """Closure form: run every rule eagerly, keep its pullback closure, call them in reverse.
 
     wrt: indices of the inputs to differentiate; seeds: one cotangent per output (None = none).
     Returns (outputs, gradients); a gradient is None where no path reaches it... as zeros.
+    observe: called as ``observe("forward", eqn, operands, outputs, pullback_or_None)`` after
+    each equation and ``observe("backward", eqn, cotangents, raw_cotangents)`` after each
+    pullback (the checker watches values and residuals through it).
     """
     import numpy as np
 
@@ -46,6 +49,7 @@ def eval_closure(primal: Tape, args, wrt: list[int], seeds: list) -> tuple[list,
     for e in primal.eqns:
         vals = [env[x] if type(x) is Var else x.value for x in e.inputs]
         needs = tuple(type(x) is Var and x in active and x.aval.is_float for x in e.inputs)
+        pullback = None
         if any(needs) and e.prim.differentiable:
             if e.prim.rule is None:
                 raise NotImplementedError(f"{e.prim.name} has no rule (at {e.source})")
@@ -55,6 +59,8 @@ def eval_closure(primal: Tape, args, wrt: list[int], seeds: list) -> tuple[list,
         else:
             y = e.prim.impl(*vals, **dict(e.params))
         env.update(zip(e.outputs, y if e.prim.multiple_results else (y,)))
+        if observe is not None:
+            observe("forward", e, vals, y, pullback)
     ct: dict = {}
     for out, seed in zip(primal.outputs, seeds):
         if seed is not None and type(out) is Var and out in active:
@@ -66,6 +72,8 @@ def eval_closure(primal: Tape, args, wrt: list[int], seeds: list) -> tuple[list,
         cts = [np.zeros(v.aval.shape, v.aval.dtype) if c is None else c for c, v in zip(cts, e.outputs)]
         raw = pullback(tuple(cts) if e.prim.multiple_results else cts[0])
         raw = raw if isinstance(raw, tuple) else (raw,)
+        if observe is not None:
+            observe("backward", e, cts, raw)
         for x, g, needed in zip(e.inputs, raw, needs):
             if needed:
                 g = project(x.aval, g)

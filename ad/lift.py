@@ -57,6 +57,25 @@ class LiftedRule:
                     out.append(x)
         return out
 
+    def evaluate(self, values, cotangents, env: dict | None = None) -> tuple[list, list]:
+        """Run the template at concrete operands and output cotangents (one per output):
+        ``(outputs, grads)``, a grad being None where the template has none. ``env`` collects
+        every template value (the checker compares them with the closure's)."""
+        env = {} if env is None else env
+        env.update((a, v) for a, v in zip(self.args, values) if type(a) is Var)
+
+        def read(x):
+            return env[x] if type(x) is Var else x.value
+
+        def run(eqns):
+            for e in eqns:
+                out = e.prim.impl(*[read(x) for x in e.inputs], **dict(e.params))
+                env.update(zip(e.outputs, out if e.prim.multiple_results else (out,)))
+        run(self.fwd)
+        env.update(zip(self.cts, cotangents))
+        run(self.bwd)
+        return [read(o) for o in self.outs], [None if g is None else read(g) for g in self.grads]
+
 
 _CACHE: dict = {}
 
@@ -110,6 +129,8 @@ def _trace_rule(prim, rule, params, values, needs_grad, source) -> LiftedRule:
     with Recorder() as rec:
         rec.source = source
         args = [v if is_weak(v) else rec.new_tracer(v) for v in values]
+        # the template's variables, taken now: a rule writing into a tracer in place rebinds it
+        arg_vars = tuple(a.variable if isinstance(a, Tracer) else Lit.of(a) for a in args)
         rec.origin = Origin("primal", rule=prim.name)
         result = rule(*args, **kwargs)
         if not (isinstance(result, tuple) and len(result) == 2 and callable(result[1])):
@@ -118,6 +139,7 @@ def _trace_rule(prim, rule, params, values, needs_grad, source) -> LiftedRule:
         n_fwd = len(rec.eqns)
         ys = tuple(y) if prim.multiple_results else (y,)
         cts = [rec.new_tracer(np.ones_like(_value(o))) for o in ys]
+        ct_vars = tuple(c.variable for c in cts)
         rec.origin = Origin("pullback", rule=prim.name)
         raw = pullback(tuple(cts) if prim.multiple_results else cts[0])
         raw = raw if isinstance(raw, tuple) else (raw,)
@@ -135,8 +157,8 @@ def _trace_rule(prim, rule, params, values, needs_grad, source) -> LiftedRule:
             rec.origin = Origin("pullback", rule=prim.name)
             grads.append(None if isinstance(g, (NoTangent, ZeroTangent)) else g)
     return LiftedRule(
-        prim, tuple(a.variable if isinstance(a, Tracer) else Lit.of(a) for a in args), tuple(rec.eqns[:n_fwd]),
-        tuple(_operand(o, rec) for o in ys), tuple(c.variable for c in cts), tuple(rec.eqns[n_fwd:]),
+        prim, arg_vars, tuple(rec.eqns[:n_fwd]),
+        tuple(_operand(o, rec) for o in ys), ct_vars, tuple(rec.eqns[n_fwd:]),
         tuple(None if g is None else _operand(g, rec) for g in grads))
 
 

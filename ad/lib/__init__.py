@@ -5,6 +5,7 @@ rule. Each module declares primitives and rules together, and writes the other n
 of its family as compositions of those primitives.
 """
 from . import creation, elementwise, reductions, shape, indexing, contraction  # noqa: F401
+from . import linalg, linalg_functions, numeric, statistics, selection, values, arrays  # noqa: F401
 from ..primitives import REGISTRY as _REGISTRY
 
 #: Names of the primitives this library defines (the opaque fallback pair is not a rule).

@@ -152,3 +152,31 @@ def _kron(a, b):
     a_exp = np.reshape(a, tuple(x for n in np.shape(a) for x in (n, 1)))
     b_exp = np.reshape(b, tuple(x for n in np.shape(b) for x in (1, n)))
     return np.reshape(a_exp * b_exp, tuple(m * n for m, n in zip(np.shape(a), np.shape(b))))
+
+
+# -- numpy 2's vector gufuncs (real operands): vecdot, matvec, vecmat --------------------------
+
+def _gufunc_primitive(uf):
+    prim = Primitive(uf.__name__, uf, function=uf)
+    UFUNCS[uf] = prim
+    return prim
+
+
+vecdot_p = _gufunc_primitive(np.vecdot)
+matvec_p = _gufunc_primitive(np.matvec)
+vecmat_p = _gufunc_primitive(np.vecmat)
+
+
+@rrule(vecdot_p)
+def _vecdot_rule(a, b):
+    return np.vecdot(a, b), lambda dy: (dy[..., None] * b, dy[..., None] * a)
+
+
+@rrule(matvec_p)
+def _matvec_rule(m, v):
+    return np.matvec(m, v), lambda dy: (dy[..., :, None] * v[..., None, :], np.vecmat(dy, m))
+
+
+@rrule(vecmat_p)
+def _vecmat_rule(v, m):
+    return np.vecmat(v, m), lambda dy: (np.matvec(m, dy), v[..., :, None] * dy[..., None, :])

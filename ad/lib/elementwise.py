@@ -37,7 +37,7 @@ for _uf in (np.add, np.subtract, np.multiply, np.true_divide, np.power, np.float
 
 # -- the derivative table ----------------------------------------------------------------------
 # partials take (*operands, y); 1 / -1 mean identity / negation; None means "no gradient".
-LN2, LN10 = np.log(2.0), np.log(10.0)
+LN2, LN10 = float(np.log(2.0)), float(np.log(10.0))   # Python floats: no float32 -> float64 upcast
 
 scalar_rule(np.add, 1, 1)
 scalar_rule(np.subtract, 1, -1)
@@ -125,8 +125,8 @@ def _select_rule(op):
         y = op(a, b)
 
         def pullback(dy):
-            wa = np.where(a == b, 0.5, a == y)
-            return dy * wa, dy * (1 - wa)
+            da = np.where(a == b, 0.5 * dy, np.where(a == y, dy, 0))   # in dy's dtype
+            return da, dy - da
         return y, pullback
     return rule
 

@@ -109,7 +109,7 @@ def _extremum_rule(fn):
         def pullback(dy):
             # split evenly between tied maxima (a valid subgradient, as autograd does)
             hit = x == expand_to(y, x.shape, axis, keepdims)
-            count = np.sum(hit, axis=axis, keepdims=True)
+            count = np.sum(hit, axis=axis, keepdims=True, dtype=dy.dtype)   # no float32 upcast
             return (expand_to(dy, x.shape, axis, keepdims) * hit / count,)
         return y, pullback
     return rule

@@ -1,0 +1,91 @@
+"""Selecting elements by position or value: partition, searchsorted, argwhere, compress, extract,
+choose, delete. The index computations are non-differentiable primitives (argpartition,
+searchsorted) or constants; the selections are gathers, whose rule sends the gradient to the
+selected elements."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..dispatch import _unsupported, implements
+from ..primitives import Primitive
+from ..rrule import non_differentiable
+from ..tracer import Tracer
+from .numeric import as_array, traced_together
+from .reductions import normalize_axis
+
+argpartition_p = Primitive("argpartition", lambda x, kth, axis: np.argpartition(x, kth, axis=axis),
+                           params=("kth", "axis"), function=np.argpartition)
+searchsorted_p = Primitive("searchsorted", lambda a, v, side: np.searchsorted(a, v, side=side),
+                           params=("side",), function=np.searchsorted)
+non_differentiable(argpartition_p, searchsorted_p)
+
+
+def _flat_axis(a, axis):
+    a = as_array(a)
+    return (np.ravel(a), 0) if axis is None else (a, normalize_axis(axis, a.ndim)[0])
+
+
+@implements(np.argpartition)
+def _argpartition(a, kth, axis=-1, kind="introselect", order=None):
+    a, axis = _flat_axis(a, axis)
+    kth = int(kth) if np.ndim(kth) == 0 else tuple(int(k) for k in np.ravel(kth))
+    return argpartition_p.bind(a, kth=kth, axis=axis)
+
+
+@implements(np.partition)
+def _partition(a, kth, axis=-1, kind="introselect", order=None):
+    a, axis = _flat_axis(a, axis)
+    return np.take_along_axis(a, np.argpartition(a, kth, axis=axis), axis=axis)
+
+
+@implements(np.searchsorted)
+def _searchsorted(a, v, side="left", sorter=None):
+    if side not in ("left", "right"):
+        raise ValueError(f"side must be 'left' or 'right' (got {side!r})")
+    a = as_array(a) if sorter is None else np.take(as_array(a), sorter)
+    return searchsorted_p.bind(a, as_array(v), side=side)
+
+
+@implements(np.argwhere)
+def _argwhere(a):
+    a = as_array(a)
+    if a.ndim == 0:
+        return _argwhere(np.reshape(a, (1,)))[:, :0]
+    return np.stack(np.nonzero(a), axis=-1)
+
+
+def _positions(condition):
+    """Indices of the true entries of a (flattened) condition: constant or traced."""
+    return np.nonzero(np.ravel(as_array(condition)))[0]
+
+
+@implements(np.compress)
+def _compress(condition, a, axis=None, out=None):
+    if out is not None:
+        raise _unsupported("np.compress(..., out=)")
+    a, axis = _flat_axis(a, axis)
+    return np.take(a, _positions(condition), axis=axis)
+
+
+@implements(np.extract)
+def _extract(condition, arr):
+    return np.take(np.ravel(as_array(arr)), _positions(condition))
+
+
+@implements(np.choose)
+def _choose(a, choices, out=None, mode="raise"):
+    if out is not None or mode != "raise":
+        raise _unsupported("np.choose(..., out=/mode=)", "Clip or wrap the indices yourself.")
+    parts = np.broadcast_arrays(*traced_together(as_array(a), *[as_array(c) for c in choices]))
+    stacked = np.stack(parts[1:])
+    return np.take_along_axis(stacked, parts[0][None], axis=0)[0]
+
+
+@implements(np.delete)
+def _delete(arr, obj, axis=None):
+    if isinstance(obj, Tracer):
+        raise _unsupported("np.delete with traced positions", "Select what to keep with a boolean "
+                           "mask: x[mask], with the mask computed from the values.")
+    arr, axis = _flat_axis(arr, axis)
+    keep = np.delete(np.arange(arr.shape[axis]), obj)    # numpy's own rules for obj, on positions
+    return np.take(arr, keep, axis=axis)
