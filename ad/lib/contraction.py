@@ -102,6 +102,9 @@ def _einsum_rule(*xs, subscripts):
 
 @implements(np.dot)
 def _dot(a, b, out=None):
+    if out is not None:
+        from ..dispatch import _unsupported
+        raise _unsupported("np.dot(..., out=)", "Assign the result instead: c = np.dot(a, b).")
     if np.ndim(a) == 0 or np.ndim(b) == 0:
         return np.multiply(a, b)
     if np.ndim(b) <= 2:
