@@ -1,0 +1,44 @@
+"""ONNX export of tapes (needs the ``onnx`` extra: ``pip install tapeviz[onnx]``).
+
+``to_onnx(tape)`` lowers a Tape or a GradTape equation by equation through ``LOWERINGS`` to a
+standard ONNX model (opset ``OPSET``); ``export_partition(gt)`` exports the two halves of
+``ad.partition(gt)``. For a gradient tape the model's inputs are the function's array
+arguments in order, its outputs the function's outputs (``out0``...) then the gradients in
+argument order (``grad0``...). Tapes whose rules fell back to opaque closures are refused.
+"""
+from __future__ import annotations
+
+from ..backward import GradTape, partition
+from ..serialize import NotSerializableError
+from ..tape import Tape
+from .graph import OPSET, LoweringError, export
+from .lowering import LOWERINGS, NOT_LOWERED, lowers
+from . import lowering_nn  # noqa: F401,E402  (registers the ad.nn lowerings)
+
+
+def to_onnx(tape: Tape, *, opset: int = OPSET, name: str = "tape", check: bool = True):
+    """An ``onnx.ModelProto`` computing ``tape``; ``onnx.checker.check_model`` (with shape
+    inference) is run on it unless ``check=False``.
+
+    >>> model = ad.to_onnx(ad.grad_tape(loss, W, x))   # inputs W, x; outputs out0, grad0
+    """
+    return export(tape, LOWERINGS, opset=opset, name=name, check=check)
+
+
+def export_partition(gt: GradTape, **kw):
+    """``(fwd, bwd)`` models of ``ad.partition(gt)``: fwd maps the arguments to the outputs
+    followed by the residuals; bwd maps the residuals followed by the cotangent seeds to the
+    gradients."""
+    fwd, bwd = partition(gt)
+    return to_onnx(fwd, name="forward", **kw), to_onnx(bwd, name="backward", **kw)
+
+
+def coverage() -> dict[str, str]:
+    """Every registered primitive -> "lowered" or the reason it is not."""
+    from ..primitives import REGISTRY
+    return {name: "lowered" if name in LOWERINGS else NOT_LOWERED.get(name, "no lowering yet")
+            for name in sorted(REGISTRY)}
+
+
+__all__ = ["to_onnx", "export_partition", "coverage", "LOWERINGS", "NOT_LOWERED", "lowers", "OPSET",
+           "LoweringError", "NotSerializableError"]

@@ -1,0 +1,184 @@
+"""Building an ONNX graph from a tape: names, constants, casts, and the export driver.
+
+Inputs are named after the tape's input names (``v12`` for ``%12``); literals become
+initializers; each equation is handed to its lowering (``ad.onnx.lowering.LOWERINGS``), which
+adds nodes through ``Graph.op`` and returns the value names of the equation's outputs (every
+node documents the equation it comes from). Those values are declared with their tape avals, so
+``onnx.checker``'s shape inference re-checks every lowering against the tape.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from ..backward import GradTape
+from ..lift import is_weak
+from ..serialize import check_serializable
+from ..tape import Lit, Tape
+
+OPSET = 18   # axes as inputs for every reduction (18), ScatterND reduction="add" (16)
+
+
+class LoweringError(NotImplementedError):
+    """A primitive (or a dtype) with no ONNX lowering."""
+
+
+def onnx_type(dtype) -> int:
+    dtype = np.dtype(dtype)
+    try:
+        return helper.np_dtype_to_tensor_dtype(dtype)
+    except (KeyError, TypeError, ValueError):
+        raise LoweringError(f"dtype {dtype} has no ONNX tensor type") from None
+
+
+class Graph:
+    """The graph under construction. ``op`` adds a node; ``x`` gives an operand's value name,
+    cast to a dtype when asked; ``const`` adds an initializer."""
+
+    def __init__(self):
+        self.nodes: list = []
+        self.initializers: list = []
+        self.value_info: list = []
+        self.names: dict = {}          # Var -> value name
+        self.declared: set = set()     # names with a type already (inputs, initializers, infos)
+        self._counter = 0
+        self._cache: dict = {}
+        self.eqn = None                # the equation being lowered (names and documents nodes)
+
+    def fresh(self, hint: str = "t") -> str:
+        self._counter += 1
+        return f"{hint}_{self._counter}"
+
+    def op(self, op_type: str, *inputs: str, n_out: int = 1, **attrs):
+        """Add a node; returns its output name (a list when ``n_out > 1``)."""
+        outs = [self.fresh(op_type.lower()) for _ in range(n_out)]
+        doc = ""
+        if self.eqn is not None:
+            e = self.eqn
+            doc = str(e) + (f"    # {e.origin.describe()}" if e.origin.kind != "primal" else "") + \
+                (f"  at {e.source}" if e.source else "")
+        self.nodes.append(helper.make_node(op_type, list(inputs), outs, name=self.fresh(op_type),
+                                           doc_string=doc, **attrs))
+        return outs[0] if n_out == 1 else outs
+
+    def const(self, value, dtype=None) -> str:
+        """An initializer (small ones are shared)."""
+        a = np.asarray(value, dtype=dtype)
+        onnx_type(a.dtype)
+        key = (a.dtype.str, a.shape, a.tobytes()) if a.size <= 64 else None
+        if key is not None and key in self._cache:
+            return self._cache[key]
+        name = self.fresh("c")
+        self.initializers.append(numpy_helper.from_array(a.copy(order="C"), name))
+        self.declared.add(name)
+        if key is not None:
+            self._cache[key] = name
+        return name
+
+    def ints(self, values) -> str:
+        return self.const(np.asarray(values, dtype=np.int64))
+
+    def x(self, operand, dtype=None) -> str:
+        """The value name of a Var or Lit, converted to ``dtype`` if given."""
+        if type(operand) is Lit:
+            value = operand.value
+            return self.const(value, dtype if dtype is not None else operand.aval.dtype)
+        name = self.names[operand]
+        return name if dtype is None else self.cast(name, operand.aval.dtype, dtype)
+
+    def cast(self, name: str, src, dst) -> str:
+        if np.dtype(src) == np.dtype(dst):
+            return name
+        key = ("cast", name, np.dtype(dst).str)
+        if key not in self._cache:
+            self._cache[key] = self.op("Cast", name, to=onnx_type(dst))
+        return self._cache[key]
+
+    def declare(self, name: str, aval):
+        if name not in self.declared:
+            self.declared.add(name)
+            self.value_info.append(helper.make_tensor_value_info(name, onnx_type(aval.dtype),
+                                                                 list(aval.shape)))
+
+
+def common_dtype(operands) -> np.dtype:
+    """numpy's promotion of the operands, Python scalars weak (as when the tape was traced)."""
+    return np.result_type(*(x.value if type(x) is Lit and is_weak(x.value) else x.aval.dtype
+                            for x in operands))
+
+
+def _value_name(text: str, taken: set) -> str:
+    m = re.fullmatch(r"%(\d+)", text)
+    name = f"v{m.group(1)}" if m else (re.sub(r"\W+", "_", text).strip("_") or "x")
+    if name[0].isdigit():
+        name = "x_" + name
+    base, k = name, 1
+    while name in taken:
+        k += 1
+        name = f"{base}_{k}"
+    taken.add(name)
+    return name
+
+
+def output_names(tape: Tape) -> list[str]:
+    if isinstance(tape, GradTape):
+        return [f"out{i}" for i in range(tape.n_values)] + \
+               [f"grad{i}" for i in range(len(tape.outputs) - tape.n_values)]
+    return [f"out{i}" for i in range(len(tape.outputs))]
+
+
+def export(tape: Tape, lowerings: dict, *, opset: int = OPSET, name: str = "tape",
+           check: bool = True) -> onnx.ModelProto:
+    check_serializable(tape, "exported to ONNX")
+    missing = {}
+    for i, e in enumerate(tape.eqns):
+        if e.prim.name not in lowerings:
+            missing.setdefault(e.prim.name, []).append(f"equation {i} at {e.source or '?'}")
+    if missing:
+        raise LoweringError("no ONNX lowering for " + "; ".join(
+            f"{p} ({len(w)}x, first {w[0]})" for p, w in missing.items())
+            + ". The coverage table is in docs/serialization.md; add a lowering with "
+              "@ad.onnx.lowering.lowers(name).")
+    g = Graph()
+    taken: set = set()
+    inputs = []
+    for v, label in zip(tape.inputs, tape.input_names):
+        g.names[v] = _value_name(label, taken)
+        g.declared.add(g.names[v])
+        inputs.append(helper.make_tensor_value_info(g.names[v], onnx_type(v.aval.dtype), list(v.aval.shape)))
+    for e in tape.eqns:
+        g.eqn = e
+        try:
+            outs = lowerings[e.prim.name](g, e)
+        except LoweringError as exc:
+            raise LoweringError(f"{exc}: cannot lower {e} (at {e.source or '?'})") from None
+        outs = (outs,) if isinstance(outs, str) else tuple(outs)
+        for v, n in zip(e.outputs, outs):
+            g.names[v] = n
+            g.declare(n, v.aval)
+    g.eqn = None
+    outputs = []
+    for x, label in zip(tape.outputs, output_names(tape)):
+        g.nodes.append(helper.make_node("Identity", [g.x(x)], [label], name=f"output_{label}"))
+        outputs.append(helper.make_tensor_value_info(label, onnx_type(x.aval.dtype), list(x.aval.shape)))
+    graph = helper.make_graph(g.nodes, name, inputs, outputs, g.initializers, value_info=g.value_info,
+                              doc_string=_describe(tape))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
+                              producer_name="tapeviz", ir_version=helper.find_min_ir_version_for(
+                                  [helper.make_opsetid("", opset)]))
+    if check:
+        onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def _describe(tape: Tape) -> str:
+    if isinstance(tape, GradTape):
+        return (f"gradient tape: inputs are the function's array arguments "
+                f"({', '.join(tape.input_names)}); outputs are the function's {tape.n_values} "
+                f"output(s) (out*), then the gradients in argument order (grad*)")
+    return "tape exported by tapeviz: " + ", ".join(tape.input_names) + " -> " + \
+           ", ".join(output_names(tape))
+
