@@ -8,6 +8,8 @@ from . import lib as _lib  # noqa: F401  (fills the dispatch tables)
 # tracing and the data model
 from .api import grad, grad_tape, trace, value_and_grad, vjp
 from .backward import Fallback, GradTape, backpropagate, partition
+from .codegen import Compiled
+from .codegen import compile_tape as compile  # noqa: A001  (ad.compile, as the issue names it)
 from .errors import (ConcretizationError, MutationError, NonDifferentiableError, ShapeError,
                      TraceError, UnsupportedFunctionError)
 from .primitives import REGISTRY, Primitive
@@ -15,13 +17,25 @@ from .primitives import REGISTRY, Primitive
 from .rrule import (linear_rule, non_differentiable, primitive, project, rrule, scalar_rule,
                     using_rule)
 from .tangents import NoTangent, Thunk, ZeroTangent, thunk, unthunk
-from .tape import Aval, Eqn, Lit, Origin, Tape, Var
+from .passes import op_counts, optimize
+from .tape import Aval, Eqn, Lit, Origin, Tape, Var, validate
 
 __all__ = [
     "trace", "grad", "value_and_grad", "vjp", "grad_tape", "partition", "backpropagate",
+    "compile", "Compiled", "optimize", "op_counts", "validate",
     "Tape", "GradTape", "Eqn", "Var", "Lit", "Aval", "Origin", "Fallback", "Primitive", "REGISTRY",
     "rrule", "using_rule", "primitive", "scalar_rule", "linear_rule", "non_differentiable", "project",
     "NoTangent", "ZeroTangent", "Thunk", "thunk", "unthunk",
     "TraceError", "ConcretizationError", "UnsupportedFunctionError", "MutationError", "ShapeError",
     "NonDifferentiableError",
 ]
+from .serialize import load, save  # noqa: E402
+
+
+def to_onnx(tape, **kw):
+    """Export a tape to an ``onnx.ModelProto`` (see ``ad.onnx.to_onnx``; needs ``onnx``)."""
+    from .onnx import to_onnx as export
+    return export(tape, **kw)
+
+
+from .check import check, check_rule  # noqa: E402

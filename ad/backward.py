@@ -300,7 +300,8 @@ def build(primal: Tape, values: list, wrt: list[int], *, seed: str = "ones",
                         f"ct{i}" for i in range(len(seeds))),
                     n_forward=n_forward, n_values=len(value_outs), n_seeds=len(seeds),
                     grad_tree=grad_tree, grad_slots=tuple(grad_slots),
-                    fallbacks=tuple(fallbacks), wrt=tuple(grad_inputs))
+                    fallbacks=tuple(fallbacks), wrt=tuple(grad_inputs),
+                    meta={"primal_map": env})   # primal Var -> joint Var (the checker names equations by it)
 
 
 def _rule_output(b: _Builder, sub, o, lifted: LiftedRule, primal_var: Var, e: Eqn):

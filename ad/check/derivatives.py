@@ -1,0 +1,324 @@
+"""Finite-difference checks, last because they are the slowest and the least exact.
+
+``dot_check`` is the one test behind all of them (a rule, a whole program, a pullback's own
+derivative): per random direction pair, ``<J u, v>`` by a converged, Richardson-extrapolated
+5-point stencil against ``<u, J^T v>`` from the pullback. Before a mismatch is judged the point
+is classified from one-sided derivatives: smooth (a real failure: the failing argument's full
+Jacobian is computed and its worst entries reported), a kink (the rule's value must lie between
+the one-sided derivatives, coordinate by coordinate: a subgradient), or a discontinuity (a
+warning: no derivative exists there).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from ..rrule import project
+from .fd import _flat64, basis, directional_derivative, jacobian, one_sided_derivative, refined
+from .rule import check, dense, is_zero, normalize
+from .settings import fd_rtol
+
+MAX_BRACKET = 512        # coordinates of a kink bracket
+MAX_JACOBIAN = 10_000    # entries of a reported Jacobian
+SHOWN_JACOBIAN = 400     # entries small enough to store whole in the report (for the widget)
+
+
+@dataclass
+class Verdict:
+    status: str
+    message: str
+    numbers: dict = field(default_factory=dict)
+
+
+def _is_float(y) -> bool:
+    return np.issubdtype(np.asarray(y).dtype, np.inexact)
+
+
+def _merge(xs, wrt, sub):
+    out = list(xs)
+    for i, v in zip(wrt, sub):
+        out[i] = v
+    return out
+
+
+def _cotangent(y, rng):
+    y = np.asarray(y)
+    return rng.standard_normal(y.shape).astype(y.dtype) if _is_float(y) else np.zeros(y.shape, y.dtype)
+
+
+def _unc(est, v, factor) -> float:
+    """How far the finite-difference estimate may be from the truth, projected on ``v``."""
+    av = np.abs(v)
+    return float(np.abs(est.delta) @ av) / factor + est.noise * float(np.sum(av))
+
+
+@dataclass
+class _Probe:
+    """One dot-product test: ``f`` of the perturbed inputs ``sub`` (float64 copies of the
+    inputs ``wrt`` of ``xs``), their domains, the pullback under test and its outputs ``y0``."""
+    f: Callable
+    sub: list
+    doms: list
+    pullback: Callable
+    xs: list
+    wrt: list
+    y0: list
+    rtol: float
+    rng: np.random.Generator
+
+    def grads(self, vs) -> list[np.ndarray]:
+        """The pullback's cotangents of the perturbed inputs, dense float64 (zeros for none)."""
+        gs = self.pullback(vs)
+        return [np.zeros(np.shape(self.xs[i])) if is_zero(gs[i]) else np.asarray(dense(gs[i]).real, dtype=np.float64)
+                for i in self.wrt]
+
+    def derivative(self, us, side=0):
+        if side == 0:
+            return refined(directional_derivative, self.f, self.sub, us, domains=self.doms)
+        return refined(one_sided_derivative, self.f, self.sub, us, domains=self.doms, side=side)
+
+
+def dot_check(fn, pullback, xs, wrt, *, domains, rng, directions, rtol) -> Verdict:
+    """Dot-product test of ``pullback`` (``vs -> one cotangent or None per input``) against
+    ``fn`` (``*xs -> list of output arrays``), perturbing the inputs ``wrt``."""
+    xs = list(xs)
+    with np.errstate(all="ignore"):
+        y0 = fn(*xs)
+    p = _Probe(lambda *a: fn(*_merge(xs, wrt, a)), [np.asarray(xs[i], dtype=np.float64) for i in wrt],
+               [None if domains is None else domains[i] for i in wrt], pullback, xs, list(wrt), y0, rtol, rng)
+    rows = []
+    for _ in range(directions):
+        us = [rng.standard_normal(np.shape(x)) for x in p.sub]
+        vs = [_cotangent(y, rng) for y in y0]
+        v = _flat64(vs)
+        g = p.grads(vs)
+        rhs = float(sum(np.sum(u * gi) for u, gi in zip(us, g)))
+        est = p.derivative(us)
+        lhs = float(est.value @ v)
+        scale = max(abs(lhs), abs(rhs), float(np.abs(est.value) @ np.abs(v)),
+                    float(sum(np.sum(np.abs(u * gi)) for u, gi in zip(us, g))))
+        allowed = rtol * scale + _unc(est, v, 15.0)
+        row = {"lhs": lhs, "rhs": rhs, "error": abs(lhs - rhs), "allowed": allowed, "step": est.step,
+               "converged": est.converged, "point": "agrees"}
+        rows.append(row)
+        if est.converged and abs(lhs - rhs) <= allowed:
+            continue
+        if est.converged and not np.isfinite(rhs):
+            bad = [wrt[k] for k, gk in enumerate(g) if not np.all(np.isfinite(gk))]
+            verdict = Verdict("fail", f"the pullback returns NaN/Inf for argument(s) {bad} where finite "
+                              f"differences converge to a finite derivative (<J u, v> = {lhs:.6g})",
+                              {"failing_arguments": bad})
+        else:
+            verdict = _classify(p, us, v, g, row)
+        if verdict.status != "pass":
+            verdict.numbers.update({"rtol": rtol, "directions": rows})
+            return verdict
+    kinks = sum(r["point"] == "kink" for r in rows)
+    worst = max(rows, key=lambda r: r["error"] / max(r["allowed"], 1e-300))
+    return Verdict("pass", f"<J u, v> == <u, J^T v> over {directions} direction(s) (largest difference "
+                   f"{worst['error']:.2g}, allowed {worst['allowed']:.2g}; rtol {rtol:g})"
+                   + (f"; {kinks} at a kink, within the one-sided derivatives" if kinks else ""),
+                   {"rtol": rtol, "directions": rows})
+
+
+def _classify(p: _Probe, us, v, g, row) -> Verdict:
+    """Judge a mismatch (or a stencil that does not converge) by the kind of point."""
+    dp, dm = p.derivative(us, side=1), p.derivative(us, side=-1)
+    if not (dp.converged and dm.converged):
+        row["point"] = "discontinuity"
+        return Verdict("warn", "not differentiable at this point: one-sided differences along a random "
+                       "direction do not converge, even with steps 65536 times smaller (a jump, a pole, the "
+                       "domain's edge, or kinks closer than that); no derivative to compare with")
+    gap = np.abs(dp.value - dm.value)
+    tol = 1e-5 * np.maximum(np.maximum(np.abs(dp.value), np.abs(dm.value)), 1.0) + np.abs(dp.delta) + np.abs(dm.delta)
+    if not np.all(gap <= tol):
+        row["point"] = "kink"
+        return _bracket(p, v, g)
+    row["point"] = "smooth"
+    mid = float((dp.value + dm.value) @ v) / 2
+    allowed = p.rtol * max(abs(mid), abs(row["rhs"]), 1e-300) + _unc(dp, v, 3.0) + _unc(dm, v, 3.0)
+    if abs(mid - row["rhs"]) <= allowed:
+        return Verdict("pass", "")
+    return _smooth_failure(p, v, g, row)
+
+
+def _smooth_failure(p: _Probe, v, g, row) -> Verdict:
+    lhs, rhs = row["lhs"], row["rhs"]
+    failing = []
+    for k in range(len(p.sub)):
+        us = [np.zeros(np.shape(x)) for x in p.sub]
+        us[k] = p.rng.standard_normal(np.shape(p.sub[k]))
+        est = p.derivative(us)
+        a, b = float(est.value @ v), float(np.sum(us[k] * g[k]))
+        if abs(a - b) > p.rtol * max(abs(a), abs(b), 1e-300) + _unc(est, v, 15.0):
+            failing.append(k)
+    numbers = {"failing_arguments": [p.wrt[k] for k in failing]}
+    if failing:
+        numbers["jacobian"] = _jacobian_report(p, failing[0])
+    sign = " (the opposite sign)" if lhs * rhs < 0 and abs(abs(lhs) - abs(rhs)) <= 1e-3 * abs(lhs) else ""
+    worst = numbers.get("jacobian", {}).get("worst", [])
+    detail = (f"; worst Jacobian entry d out{worst[0]['output']}/d in{worst[0]['input']}: rule "
+              f"{worst[0]['rule']:.6g}, finite differences {worst[0]['fd']:.6g}") if worst else ""
+    which = ", ".join(str(p.wrt[k]) for k in failing) or "(only jointly)"
+    return Verdict("fail", f"<J u, v> = {lhs:.6g} by finite differences but <u, J^T v> = {rhs:.6g} from the "
+                   f"pullback{sign}, at a smooth point; wrong cotangent for argument(s) {which}{detail}", numbers)
+
+
+def _jacobian_report(p: _Probe, k: int) -> dict:
+    """The full Jacobian of the failing argument by finite differences and from the pullback
+    (one basis cotangent per output element), with its worst entries."""
+    shapes = [np.shape(y) for y in p.y0]
+    m, n = sum(int(np.prod(s)) for s in shapes), int(np.size(p.sub[k]))
+    if m * n > MAX_JACOBIAN:
+        return {"skipped": f"{m}x{n} is too large to report"}
+
+    def fk(x):
+        return p.f(*[x if j == k else s for j, s in enumerate(p.sub)])
+    j_fd, _ = jacobian(fk, [p.sub[k]], 0, domains=[p.doms[k]])
+    rows = []
+    for r in range(m):
+        e = np.zeros(m)
+        e[r] = 1.0
+        parts, start = [], 0
+        for s, y in zip(shapes, p.y0):
+            size = int(np.prod(s))
+            parts.append(e[start:start + size].reshape(s).astype(np.asarray(y).dtype if _is_float(y) else np.float64))
+            start += size
+        rows.append(np.ravel(p.grads(parts)[k]))
+    j_rule = np.stack(rows) if rows else np.zeros((0, n))
+    err = np.abs(j_rule - j_fd)
+    order = np.argsort(err, axis=None)[::-1][:5]
+    worst = [{"output": int(i // n), "input": tuple(int(t) for t in np.unravel_index(i % n, np.shape(p.sub[k]))),
+              "rule": float(j_rule.flat[i]), "fd": float(j_fd.flat[i]), "error": float(err.flat[i])}
+             for i in order if err.flat[i] > p.rtol * max(abs(j_fd.flat[i]), 1e-12)]
+    report = {"argument": p.wrt[k], "shape": [m, n], "worst": worst}
+    if m * n <= SHOWN_JACOBIAN:
+        report.update(fd=j_fd, rule=j_rule)
+    return report
+
+
+def _bracket(p: _Probe, v, g) -> Verdict:
+    """At a kink: each coordinate of the rule's ``J^T v`` must lie between the one-sided
+    derivatives along that coordinate (projected on ``v``): the rule picked a subgradient."""
+    total = sum(int(np.size(x)) for x in p.sub)
+    if total > MAX_BRACKET:
+        return Verdict("warn", f"a kink along a random direction, but {total} elements are too many for a "
+                       "coordinate-wise subgradient bracket")
+    violations, jumps = [], 0
+    for k, x in enumerate(p.sub):
+        for j in range(int(np.size(x))):
+            e = basis(p.sub, k, j)
+            plus, minus = p.derivative(e, side=1), p.derivative(e, side=-1)
+            if not (plus.converged and minus.converged):
+                jumps += 1
+                continue
+            a, b = float(plus.value @ v), float(minus.value @ v)
+            lo, hi = min(a, b), max(a, b)
+            gk = float(g[k].flat[j])
+            tol = p.rtol * max(abs(a), abs(b), abs(gk), 1e-12) + _unc(plus, v, 3.0) + _unc(minus, v, 3.0)
+            if not (lo - tol <= gk <= hi + tol):          # NaN fails too
+                violations.append({"argument": p.wrt[k], "element": [int(t) for t in np.unravel_index(j, np.shape(x))],
+                                   "rule": gk, "one_sided": [lo, hi]})
+    numbers = {"violations": violations[:10], "jumps": jumps}
+    if violations:
+        w = violations[0]
+        return Verdict("fail", f"wrong derivative at a kink: the rule gives {w['rule']:.6g} for element "
+                       f"{w['element']} of argument {w['argument']}, outside the one-sided derivatives "
+                       f"[{w['one_sided'][0]:.6g}, {w['one_sided'][1]:.6g}] ({len(violations)} element(s))", numbers)
+    return Verdict("pass", "", numbers)
+
+
+# -- the rule checks that use it -------------------------------------------------------------------
+
+def _impl(ctx):
+    case = ctx.case
+
+    def fn(*ops):
+        out = case.prim.impl(*ops, **case.params)
+        return list(out) if case.prim.multiple_results else [out]
+    return fn
+
+
+def _rule_pullback(ctx):
+    def pb(vs):
+        return ctx.grads(ctx.pullback(), vs)
+    return pb
+
+
+def _with_cotangent(ctx) -> list[int]:
+    gs = [project(a, r) for a, r in zip(ctx.case.avals, ctx.raw)]
+    return [i for i, (g, d) in enumerate(zip(gs, ctx.case.diff)) if d and not is_zero(g)]
+
+
+@check("fd.dot_product")
+def _fd(ctx):
+    wrt = _with_cotangent(ctx)
+    if not wrt:
+        ctx.add("fd.dot_product", "skipped", "no operand has a cotangent (see cotangent.no_tangent)")
+        return
+    rtol = fd_rtol([a.dtype for a in ctx.case.avals + ctx.case.out_avals])
+    v = dot_check(_impl(ctx), _rule_pullback(ctx), ctx.case.fresh_operands(), wrt, domains=ctx.case.domains,
+                  rng=ctx.rng, directions=ctx.opts.directions, rtol=rtol)
+    ctx.add("fd.dot_product", v.status, v.message, v.numbers)
+
+
+@check("cotangent.no_tangent")
+def _no_tangent(ctx):
+    with_ct = set(_with_cotangent(ctx))
+    idx = [i for i, d in enumerate(ctx.case.diff) if d and i not in with_ct]
+    if not idx:
+        ctx.add("cotangent.no_tangent", "skipped", "every differentiated float operand has a cotangent")
+        return
+    fn, ops = _impl(ctx), ctx.case.fresh_operands()
+    y0 = fn(*ops)
+    size = max([float(np.max(np.abs(np.asarray(y, dtype=np.float64)), initial=0.0)) for y in y0 if _is_float(y)] + [1.0])
+    rtol = fd_rtol([a.dtype for a in ctx.case.avals + ctx.case.out_avals])
+    bad, jumps = [], []
+    for i in idx:
+        x = np.asarray(ops[i], dtype=np.float64)
+        u = ctx.rng.standard_normal(x.shape)
+        est = refined(directional_derivative, lambda a, i=i: fn(*_merge(ops, [i], [a])), [x], [u],
+                      domains=[ctx.case.domains[i]])
+        if not est.converged:
+            jumps.append(i)
+        elif float(np.max(np.abs(est.value), initial=0.0)) > rtol * size + est.noise + float(np.max(np.abs(est.delta), initial=0)):
+            bad.append((i, float(np.max(np.abs(est.value)))))
+    if bad:
+        ctx.add("cotangent.no_tangent", "fail", "; ".join(
+            f"operand {i} gets NoTangent but the output changes with it (|J u| up to {d:.3g})" for i, d in bad)
+            + ": its gradient is dropped", {"operands": [i for i, _ in bad]})
+    else:
+        ctx.add("cotangent.no_tangent", "pass", f"operands {idx}: zero derivative, as declared"
+                + (f" (not differentiable at this point: {jumps})" if jumps else ""))
+
+
+@check("second_order.dot_product")
+def _second_order(ctx):
+    if not ctx.opts.second_order:
+        ctx.add("second_order.dot_product", "skipped", "not requested (pass second_order=True)")
+        return
+    from ..api import vjp
+    case = ctx.case
+    wrt = _with_cotangent(ctx)
+    outs = [k for k, a in enumerate(case.out_avals) if a.is_float]
+    zeros = [np.zeros(a.shape, a.dtype) for a in case.out_avals]
+
+    def g(*a):
+        ops = _merge(case.operands, wrt, a[:len(wrt)])
+        cts = _merge(zeros, outs, a[len(wrt):])
+        raw = normalize(case.rule(*ops, **case.params)[1](case.pack(cts)))
+        return [project(case.avals[i], raw[i]) for i in wrt]
+    xs = [case.fresh_operands()[i] for i in wrt] + [_cotangent(zeros[k], ctx.rng) for k in outs]
+    try:
+        _, pullback = vjp(g, *xs)
+    except Exception as exc:
+        ctx.add("second_order.dot_product", "skipped", f"the pullback cannot be differentiated: "
+                f"{type(exc).__name__}: {str(exc).splitlines()[0]}")
+        return
+    domains = [case.domains[i] for i in wrt] + [None] * len(outs)
+    rtol = fd_rtol([a.dtype for a in case.avals + case.out_avals])
+    v = dot_check(lambda *a: [np.asarray(r) for r in g(*a)], lambda vs: list(pullback(list(vs))), xs,
+                  list(range(len(xs))), domains=domains, rng=ctx.rng, directions=ctx.opts.directions, rtol=rtol)
+    ctx.add("second_order.dot_product", v.status, v.message, v.numbers)

@@ -1,0 +1,69 @@
+"""Every rule of the library passes every check at several shapes and dtypes, and at kinks where
+a subgradient applies: no false positives."""
+import time
+from collections import defaultdict
+
+import numpy as np
+import pytest
+
+import ad
+from ad.check import check_rule
+from ad.check.library import check_library, uncovered
+from ad.lib import PRIMITIVES
+
+
+def test_every_library_primitive_has_sample_inputs():
+    assert uncovered() == [], "add lines for them to ad/check/samples.py SAMPLES"
+
+
+@pytest.mark.timeout(120)      # the suite's budget for it; the measured duration is recorded
+def test_every_library_rule_passes_every_check(record_property):
+    start = time.perf_counter()
+    reports = check_library()
+    duration = time.perf_counter() - start
+    record_property("library_check_seconds", round(duration, 2))
+    print(f"\nwhole-library check: {len(reports)} cases in {duration:.1f} s")
+    problems = [f"{r.title}: {c.name}: {c.message}" for r in reports for c in r.checks
+                if c.status in ("fail", "warn")]
+    assert not problems, "\n".join(problems)
+    labels = defaultdict(set)
+    for r in reports:
+        name, *rest = r.title.removeprefix("check_rule ").split(" ")
+        labels[name].add(" ".join(rest))
+    assert set(labels) == PRIMITIVES
+    for name in ("sin", "add", "maximum", "sum", "clip"):     # several shapes, both dtypes
+        shapes = {label.split()[-2] for label in labels[name] if "float" in label}
+        assert len(shapes) >= 3 and any("float32" in label for label in labels[name]), labels[name]
+
+
+def _fd(report):
+    result = report["fd.dot_product"]
+    assert report.ok and not report.warnings, str(report)
+    return result
+
+
+def test_abs_at_zero():
+    _fd(check_rule(np.abs, np.array([0.0, 1.5, -0.5, 0.0])))
+    _fd(check_rule(np.abs, 0.0))
+
+
+def test_relu_like_maximum_at_zero():
+    _fd(check_rule(lambda x: np.maximum(x, 0.0), np.array([0.0, 0.5, -0.5, 0.0])))
+
+
+def test_clip_at_its_bounds_uses_the_subgradient_bracket():
+    result = _fd(check_rule(lambda x: np.clip(x, -0.5, 0.5), np.array([-0.5, 0.5, 0.0, 0.9])))
+    assert "kink" in [d["point"] for d in result.numbers["directions"]]
+
+
+def test_max_with_ties():
+    _fd(check_rule(np.max, np.array([1.0, 1.0, 0.3, -2.0])))
+
+
+@pytest.mark.parametrize("choice", [0.0, 1.0, 0.5])
+def test_every_subgradient_of_relu_passes(choice):
+    relu = ad.primitive(name="test.relu")(lambda x: np.maximum(x, 0.0))
+
+    def rule(x):
+        return relu(x), lambda dy: (dy * np.where(x > 0, 1.0, np.where(x == 0, choice, 0.0)),)
+    _fd(check_rule(relu, np.array([0.0, 1.0, -1.0, 0.0]), rule=rule))
