@@ -1,8 +1,8 @@
 """Convolution (cross-correlation, channels first, as PyTorch) and its transpose, written as
 ``im2col`` + ``matmul``: compositions, so they need no rule of their own. The tape shows what a
-convolution is: windows times weights. Its pullback is ``matmul``'s: the weight gradient is
-``windows.T @ dy`` (the windows are a forward residual, not recomputed) and the input gradient
-is ``col2im(dy @ W.T)``, which is exactly ``conv_transpose``.
+convolution is: weights times windows. Its pullback is ``matmul``'s: the weight gradient is
+``dy @ windows.T`` (the windows are a forward residual, not recomputed) and the input gradient
+is ``col2im(W.T @ dy)``, which is exactly ``conv_transpose``.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from .geometry import ntuple, out_shape, padding_pairs
 from .windows import col2im, im2col
 
 
-def _check(x, w, groups, what):
+def _check(x, w, what):
     nd = np.ndim(w) - 2
     if nd < 1 or np.ndim(x) != nd + 2:
         raise ValueError(f"{what}: x{tuple(np.shape(x))} and w{tuple(np.shape(w))} must be "
@@ -30,7 +30,7 @@ def conv(x, w, *, stride=1, padding=0, dilation=1, groups=1):
     >>> ad.nn.conv(np.ones((1, 1, 4, 4)), np.ones((2, 1, 3, 3)), padding=1).shape
     (1, 2, 4, 4)
     """
-    nd = _check(x, w, groups, "conv")
+    nd = _check(x, w, "conv")
     n, c, *spatial = np.shape(x)
     o, cg, *kernel = np.shape(w)
     if c != cg * groups or o % groups:
@@ -39,19 +39,17 @@ def conv(x, w, *, stride=1, padding=0, dilation=1, groups=1):
     stride, dilation = ntuple(stride, nd, "stride"), ntuple(dilation, nd, "dilation")
     padding = padding_pairs(padding, kernel, dilation)
     positions = out_shape(spatial, kernel, stride, padding, dilation)
-    cols = im2col(x, kernel, stride, padding, dilation, groups)              # (G, N*P, Cg*K)
+    cols = im2col(x, kernel, stride, padding, dilation, groups)              # (G, Cg*K, P*N)
     weights = np.reshape(w, (groups, o // groups, cg * math.prod(kernel)))   # (G, Og, Cg*K)
-    y = cols @ np.swapaxes(weights, 1, 2)                                    # (G, N*P, Og)
-    y = np.reshape(y, (groups, n, *positions, o // groups))
-    y = np.transpose(y, (1, 0, nd + 2, *range(2, nd + 2)))                   # (N, G, Og, *P)
-    return np.reshape(y, (n, o, *positions))
+    y = np.reshape(weights @ cols, (o, *positions, n))                       # (O, *P, N)
+    return np.moveaxis(y, -1, 0)
 
 
 def conv_transpose(x, w, *, stride=1, padding=0, output_padding=0, dilation=1, groups=1):
     """The transpose (adjoint in ``x``) of ``conv``, like ``torch.nn.functional.conv_transpose{1,2,3}d``:
     ``x: (N, C, *S)``, ``w: (C, O/groups, *K)``, output size
     ``(S - 1) * stride - pad_low - pad_high + dilation * (K - 1) + output_padding + 1``."""
-    nd = _check(x, w, groups, "conv_transpose")
+    nd = _check(x, w, "conv_transpose")
     n, c, *spatial = np.shape(x)
     ci, og, *kernel = np.shape(w)
     if c != ci or c % groups:
@@ -64,8 +62,7 @@ def conv_transpose(x, w, *, stride=1, padding=0, output_padding=0, dilation=1, g
         raise ValueError(f"output_padding={output_padding} must be smaller than stride={stride}")
     size = tuple((s - 1) * st - lo - hi + d * (k - 1) + e + 1
                  for s, st, (lo, hi), d, k, e in zip(spatial, stride, padding, dilation, kernel, extra))
-    cg = c // groups
-    rows = np.reshape(x, (n, groups, cg, math.prod(spatial)))
-    rows = np.reshape(np.transpose(rows, (1, 0, 3, 2)), (groups, n * math.prod(spatial), cg))
-    weights = np.reshape(w, (groups, cg, og * math.prod(kernel)))
-    return col2im(rows @ weights, (n, og * groups, *size), kernel, stride, padding, dilation, groups)
+    rows = np.reshape(np.moveaxis(x, 0, -1), (groups, c // groups, -1))     # (G, Cg, S*N)
+    weights = np.reshape(w, (groups, c // groups, og * math.prod(kernel)))   # (G, Cg, Og*K)
+    cols = np.swapaxes(weights, 1, 2) @ rows                                 # (G, Og*K, S*N)
+    return col2im(cols, (n, og * groups, *size), kernel, stride, padding, dilation, groups)

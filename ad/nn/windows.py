@@ -1,20 +1,27 @@
 """Sliding windows as a matrix: ``im2col`` and its transpose ``col2im``, the two primitives that
-convolution and overlapping pooling are written with.
+convolution is written with.
 
-``im2col(x)`` for ``x: (N, C, *S)`` gathers every window into a row: shape
-``(G, N * prod(P), C/G * prod(K))`` with ``G`` channel groups, ``P`` the output positions and ``K``
-the kernel. A convolution is then one batched ``matmul`` with the reshaped weights, and its
-gradients come from ``matmul``'s own rule (the weight gradient reuses the forward's windows, a
-residual) plus ``col2im`` for the input gradient. Both maps are linear and each is the other's
-transpose, so their rules are one line each and second derivatives close over the pair.
+``im2col(x)`` for ``x: (N, C, *S)`` lays every window out as a column: shape
+``(G, C/G * prod(K), prod(P) * N)`` for ``G`` channel groups, kernel ``K`` and output positions
+``P``. A convolution is then one batched ``matmul`` with the weights reshaped to
+``(G, O/G, C/G * prod(K))``, and its gradients come from ``matmul``'s rule (the weight gradient
+reuses the forward's columns, a residual) plus ``col2im`` for the input gradient. Both maps are
+linear and each is the other's transpose, so their rules are one line each.
+
+Layout: the batch axis is innermost (columns ordered position-major, then batch). Each kernel
+offset is then one strided copy (``im2col``) or add (``col2im``) whose inner loops run over
+``width * N`` contiguous elements; with the batch outermost they run over one image row.
+Measured for 3x3 kernels on float32 (64, 8, 4, 4): im2col 68 us instead of 260-310 us, col2im
+84 us instead of 570 us; on (64, 16, 28, 28) 3.5 ms instead of 4.7-28 ms and 7.4 ms instead of
+10-54 ms.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 from ..primitives import Primitive
 from ..rrule import linear_rule
@@ -23,54 +30,66 @@ from .geometry import out_shape
 PARAMS = ("kernel", "stride", "padding", "dilation", "groups")
 
 
-def _windows(x, kernel, stride, padding, dilation):
-    """A strided view ``(N, C, *P, *K)`` of the (zero-)padded input: no copy but the padding."""
-    nd = len(kernel)
-    if any(lo or hi for lo, hi in padding):
-        x = np.pad(x, ((0, 0), (0, 0)) + tuple(padding))
-    extent = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilation))
-    view = sliding_window_view(x, extent, axis=tuple(range(2, 2 + nd)))
-    return view[(slice(None),) * 2 + tuple(slice(None, None, s) for s in stride)
-                + tuple(slice(None, None, d) for d in dilation)]
+def batch_last(x, padding=None, fill=0.0):
+    """``(N, C, *S) -> (C, *padded S, N)``: one contiguous copy (none if ``x`` is already laid
+    out that way), padding included."""
+    x = np.asarray(x)
+    moved = x.transpose(tuple(range(1, x.ndim)) + (0,))
+    if not padding or not any(lo or hi for lo, hi in padding):
+        return np.ascontiguousarray(moved)
+    out = np.full(padded_shape(x.shape, padding), fill, dtype=x.dtype)
+    out[(slice(None),) + tuple(slice(lo, lo + n) for n, (lo, _) in zip(x.shape[2:], padding))] = moved
+    return out
 
 
-def _group_order(nd: int) -> tuple[int, ...]:
-    """Axes of ``(N, G, Cg, *P, *K)`` in the order ``(G, N, *P, Cg, *K)``."""
-    return (1, 0, *range(3, 3 + nd), 2, *range(3 + nd, 3 + 2 * nd))
+def batch_first(y):
+    """``(C, *P, N) -> (N, C, *P)`` as a view."""
+    return y.transpose((y.ndim - 1,) + tuple(range(y.ndim - 1)))
+
+
+def padded_shape(shape, padding) -> tuple[int, ...]:
+    """The shape ``batch_last`` gives an ``(N, C, *S)`` array."""
+    return (shape[1],) + tuple(s + lo + hi for s, (lo, hi) in zip(shape[2:], padding)) + (shape[0],)
+
+
+def crop(padded, padding):
+    """The unpadded part of a ``(C, *padded S, N)`` array, as a view."""
+    return padded[(slice(None),) + tuple(slice(lo, n - hi) for n, (lo, hi) in zip(padded.shape[1:], padding))]
+
+
+@functools.lru_cache(maxsize=512)
+def offsets(kernel, stride, dilation, positions) -> tuple:
+    """Per kernel offset: ``(offset, spatial slices of the padded input it reads)`` (cached: the
+    primitives run once per call of a compiled gradient, so their Python overhead counts)."""
+    return tuple((offset, tuple(slice(k * d, k * d + s * (p - 1) + 1, s)
+                                for k, d, s, p in zip(offset, dilation, stride, positions)))
+                 for offset in itertools.product(*map(range, kernel)))
 
 
 def _im2col(x, *, kernel, stride, padding, dilation, groups):
-    nd = len(kernel)
-    view = _windows(x, kernel, stride, padding, dilation)
-    n, c = view.shape[:2]
-    positions = view.shape[2:2 + nd]
-    view = view.reshape((n, groups, c // groups) + positions + tuple(kernel))
-    rows = (groups, n * math.prod(positions), c // groups * math.prod(kernel))
-    return np.reshape(view.transpose(_group_order(nd)), rows, copy=True)
+    n, c, *spatial = np.shape(x)
+    positions = out_shape(spatial, kernel, stride, padding, dilation)
+    padded = batch_last(x, padding)
+    cols = np.empty((c,) + tuple(kernel) + positions + (n,), dtype=padded.dtype)
+    for offset, window in offsets(kernel, stride, dilation, positions):
+        cols[(slice(None),) + offset] = padded[(slice(None),) + window]
+    return cols.reshape(groups, c // groups * math.prod(kernel), math.prod(positions) * n)
 
 
 def _col2im(cols, *, shape, kernel, stride, padding, dilation, groups):
-    """Scatter-add every window back to its place: a loop over the kernel offsets (a handful),
-    each one strided add of all windows at once."""
-    nd = len(kernel)
     n, c, *spatial = shape
     positions = out_shape(spatial, kernel, stride, padding, dilation)
-    blocks = cols.reshape((groups, n) + positions + (c // groups,) + tuple(kernel))
-    blocks = blocks.transpose(np.argsort(_group_order(nd)))          # (N, G, Cg, *P, *K)
-    padded = tuple(s + lo + hi for s, (lo, hi) in zip(spatial, padding))
-    out = np.zeros((n, groups, c // groups) + padded, dtype=cols.dtype)
-    for offset in itertools.product(*map(range, kernel)):
-        target = tuple(slice(k * d, k * d + s * (p - 1) + 1, s)
-                       for k, d, s, p in zip(offset, dilation, stride, positions))
-        out[(slice(None),) * 3 + target] += blocks[(Ellipsis,) + offset]
-    out = out.reshape((n, c) + padded)
-    return out[(slice(None),) * 2 + tuple(slice(lo, lo + s) for s, (lo, _) in zip(spatial, padding))]
+    blocks = cols.reshape((c,) + tuple(kernel) + positions + (n,))
+    padded = np.zeros(padded_shape(shape, padding), dtype=cols.dtype)
+    for offset, window in offsets(kernel, stride, dilation, positions):
+        padded[(slice(None),) + window] += blocks[(slice(None),) + offset]
+    return batch_first(crop(padded, padding))
 
 
 im2col_p = Primitive("im2col", _im2col, params=PARAMS,
-                     doc="The windows of x (N, C, *S) as rows: (groups, N*positions, C/groups*kernel).")
+                     doc="The windows of x (N, C, *S) as columns: (groups, C/groups*kernel, positions*N).")
 col2im_p = Primitive("col2im", _col2im, params=("shape",) + PARAMS,
-                     doc="The transpose of im2col: adds each window row back into an array of `shape`.")
+                     doc="The transpose of im2col: adds each window column back into an array of `shape`.")
 
 linear_rule(im2col_p, lambda dy, x, **geometry: col2im_p.bind(dy, shape=x.shape, **geometry))
 linear_rule(col2im_p, lambda dy, cols, shape, **geometry: im2col_p.bind(dy, **geometry))

@@ -1,0 +1,74 @@
+"""Elementwise primitives with dedicated rules: ``erf`` (numpy has none; for the exact GELU), a
+stable ``sigmoid``, and ``relu``.
+
+``relu`` is a primitive for speed: ``np.where`` with a data-dependent mask is 10-30x slower than
+multiplying by the mask (measured on 262k random float32/float64 values: 1.2 ms against 0.04-0.15
+ms; numpy's ``where`` loop mispredicts its branch), so the composition ``where(x > 0, x, 0)``
+pays that twice per layer. The rule's pullback is ``dy * (y > 0)``; ``x * (x > 0)`` as the
+forward would turn ``-inf`` into ``nan``, ``np.maximum`` does not."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..primitives import Primitive
+from ..rrule import scalar_rule
+
+_SERIES_TERMS, _FRACTION_DEPTH, _SPLIT = 40, 30, 2.5
+TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)   # a Python float keeps float32 float32
+
+
+def _erf(x):
+    """erf in numpy to ~1e-15 relative (numpy has none and ``ad`` depends on numpy alone).
+
+    Below |x| = 2.5 the series ``2/sqrt(pi) x exp(-x^2) sum (2x^2)^n / (2n+1)!!`` (positive terms:
+    no cancellation); above, ``1 - erfc`` with erfc's Laplace continued fraction. Computed in
+    float64 and cast back to the input's dtype.
+    """
+    dtype = np.result_type(x, np.float32)
+    a = np.abs(np.asarray(x, dtype=np.float64))
+    out = np.empty_like(a)
+    small = a < _SPLIT
+    s = a[small]
+    term, total = np.ones_like(s), np.ones_like(s)
+    for n in range(1, _SERIES_TERMS):
+        term = term * (2 * s * s) / (2 * n + 1)
+        total += term
+    out[small] = TWO_OVER_SQRT_PI * s * np.exp(-s * s) * total
+    big = a[~small]
+    fraction = big.copy()
+    for n in range(_FRACTION_DEPTH, 0, -1):
+        fraction = big + (n / 2) / fraction
+    out[~small] = 1.0 - np.exp(-big * big) / (math.sqrt(math.pi) * fraction)
+    return np.copysign(out, x).astype(dtype, copy=False)
+
+
+def _sigmoid(x):
+    """``1 / (1 + exp(-x))`` without overflow, and with full relative precision for x << 0."""
+    e = np.exp(-np.abs(x))
+    return np.where(np.asarray(x) >= 0, 1 / (1 + e), e / (1 + e))
+
+
+erf_p = Primitive("erf", _erf, doc="The error function (elementwise).")
+sigmoid_p = Primitive("sigmoid", _sigmoid, doc="The logistic function 1 / (1 + exp(-x)) (elementwise).")
+relu_p = Primitive("relu", lambda x: np.maximum(x, 0), doc="max(x, 0) (elementwise).")
+
+scalar_rule(erf_p, lambda x, y: TWO_OVER_SQRT_PI * np.exp(-x * x))
+scalar_rule(sigmoid_p, lambda x, y: y - y * y)      # reuses the output: no exp in the pullback
+scalar_rule(relu_p, lambda x, y: y > 0)             # dy * mask: the gradient at 0 is 0, as in PyTorch
+
+
+def erf(x):
+    """The error function, elementwise (``torch.erf``, ``scipy.special.erf``)."""
+    return erf_p.bind(x)
+
+
+def sigmoid(x):
+    """The logistic function ``1 / (1 + exp(-x))``, stable for large ``|x|``."""
+    return sigmoid_p.bind(x)
+
+
+def relu(x):
+    """``max(x, 0)``; the gradient at 0 is 0, as in PyTorch."""
+    return relu_p.bind(x)
