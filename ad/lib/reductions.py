@@ -181,8 +181,22 @@ linear_rule(cumsum_p, lambda dy, x, axis: _reverse_cumsum(dy, axis))
 @rrule(cumprod_p)
 def _cumprod_rule(x, axis):
     y = np.cumprod(x, axis=axis)
-    # d y_j / d x_i = y_j / x_i for j >= i (x without zeros; documented limitation)
-    return y, lambda dy: (_reverse_cumsum(dy * y, axis) / x,)
+
+    def pullback(dy):
+        # d y_j / d x_i = prod_{k <= j, k != i} x_k (j >= i) = E_i * T[i, j], with E the exclusive
+        # cumulative product and T[i, j] = prod_{i < k <= j} x_k: exact at zeros, where y / x is
+        # nan. T costs n^2 per slice along the axis.
+        xt = np.moveaxis(x, axis, -1)
+        dyt = np.moveaxis(dy, axis, -1)
+        n = xt.shape[-1]
+        after = np.arange(n)[None, :] > np.arange(n)[:, None]          # k > i
+        t = np.cumprod(np.where(after, xt[..., None, :], 1.0), axis=-1)  # (..., i, j)
+        t = np.where(after | np.eye(n, dtype=bool), t, 0.0)             # keep j >= i
+        ones = np.ones_like(xt[..., :1])
+        exclusive = np.cumprod(np.concatenate([ones, xt[..., :-1]], axis=-1), axis=-1)
+        dxt = exclusive * np.sum(t * dyt[..., None, :], axis=-1)
+        return (np.moveaxis(dxt, -1, axis),)
+    return y, pullback
 
 
 # -- ufunc methods and compositions ---------------------------------------------------------------
