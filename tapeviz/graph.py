@@ -1,0 +1,429 @@
+"""The graph model: a tape as a networkx graph. Every picture (DOT, SVG, the widget) is drawn
+from it, so it names things exactly as the text listing does.
+
+Schema of ``to_networkx(tape)`` (a ``networkx.DiGraph``)
+--------------------------------------------------------
+Node ids are the tape's own names, stable across runs (never ``id()``), and are the DOT node
+names too (no ``:``, which DOT reads as a port):
+
+==============  ======================================================================
+``"%n"``        a variable
+``"eq/%n"``     an equation, named by its first output
+``"lit/%n.i"``  a literal operand: operand ``i`` of equation ``eq/%n``
+``"lit/out.i"`` a literal returned as output ``i``
+==============  ======================================================================
+
+Every node has ``kind``, ``phase`` ("forward" or "backward") and ``order`` (its position in
+the tape, for stable sorting). ``kind`` is one of
+
+* ``input``: a traced argument; ``parameter``: an input the gradient is taken with respect to;
+* ``constant``: a literal; ``equation``: an equation;
+* ``output``: a value or gradient the tape returns;
+* ``residual``: a forward value read by a backward equation;
+* ``intermediate``: any other forward value; ``cotangent``: any other backward value (a
+  cotangent or a pullback's temporary).
+
+Variables carry ``name`` ("%n"), ``shape``, ``dtype`` ("f64"), ``aval`` ("f64[8,3]"),
+``label`` (the argument name or pytree path of an input, e.g. ``params['W1']``), ``output``
+(what the tape returns it as: ``out``, ``grad params['W1']``; else ""), ``residual`` (bool),
+``cotangent_of`` ("%n" when the variable is exactly the cotangent of a forward variable: seeds,
+fan-in sums, structural zeros and the gradients; else None), ``producer`` ("eq/%n" or None)
+and ``value`` (a one-line summary when ``values`` were given; else None).
+
+Equations carry ``primitive``, ``params`` (text), ``literals`` ((position, text) pairs),
+``outputs`` (names), ``source`` ("file.py:12 in f"), ``source_line`` (that line's text),
+``origin`` (the ``Origin`` kind: primal, pullback, project, accumulate, seed, zeros), ``of``
+(backward: the forward variable whose pullback, fan-in or seed this is; forward: the rule
+instance's first output; or None), ``rule`` and ``provenance`` ("pullback of %9 (matmul)").
+Constants carry ``value`` (the literal's text) and ``aval``.
+
+Edges run from a variable or constant into the equation reading it, and from an equation to
+its results. They carry ``positions`` (the operand or result indices: ``(0, 1)`` when ``x * x``
+reads one value twice) and ``kind``:
+
+* ``data``: a value read by an equation of its own phase;
+* ``residual``: a forward value read by a backward equation;
+* ``accumulate``: a cotangent summed by a fan-in ``add``;
+* ``result``: an equation defining a variable.
+
+Check results (``checks=`` or ``annotate``) add ``failures``, a list of (check, message), to
+the nodes they name; ``graph.graph["failures"]`` lists all of them as (node or None, check,
+message). Graph attributes also hold ``blocks`` (forward variable -> the equation ids of its
+pullback block), ``instances`` (rule instance -> its forward equation ids), ``gradient``
+(whether the tape has a backward section) and ``hops_per_step`` (2: a step is one equation).
+
+Queries: ``forward``/``backward`` (subgraph views; the backward one with the residuals it
+reads), ``pullback_block(graph, "%9")``, ``residuals`` (with producers and consumers),
+``neighbourhood(graph, "%9", k)``; ``tapeviz.collapse`` gives the collapsed view. All
+traversals are iterative: deep tapes never hit the recursion limit.
+"""
+from __future__ import annotations
+
+import functools
+import gc
+import re
+from collections import deque
+from typing import NamedTuple
+
+import networkx as nx
+import numpy as np
+
+from ad import pytree
+from ad.errors import source_line
+from ad.tape import Eqn, Lit, Tape, Var, format_literal, format_param, short_dtype
+
+BACKWARD_BLOCK = ("pullback", "project")   # origins that belong to a rule's pullback block
+
+
+def gc_paused(fn):
+    """Run ``fn`` with the cyclic garbage collector paused. Building tens of thousands of small
+    dicts triggers it again and again, and each time it re-scans every object of the tape (a
+    third of the time for 10,000 equations); what is built here holds no reference cycles."""
+    @functools.wraps(fn)
+    def paused(*args, **kwargs):
+        if not gc.isenabled():
+            return fn(*args, **kwargs)
+        gc.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            gc.enable()
+    return paused
+
+
+@gc_paused
+def to_networkx(tape: Tape, *, values=None, checks=None) -> nx.DiGraph:
+    """The graph of a tape or gradient tape (schema in this module's docstring).
+
+    values: optional mapping from variables (or their ``%n`` names) to arrays, e.g. from
+        ``values_of(tape, *args)``; each becomes a one-line ``value`` summary.
+    checks: optional check report (anything with ``.failures``), attached with ``annotate``.
+    """
+    if not isinstance(tape, Tape):
+        raise TypeError(f"to_networkx takes an ad.Tape or ad.GradTape, not {type(tape).__name__}; "
+                        "make one with ad.trace(f, *args) or ad.grad_tape(f, *args)")
+    summaries = _summaries(values)
+    n_seeds = getattr(tape, "n_seeds", 0)
+    wrt = set(getattr(tape, "wrt", ()))
+    out_names = _output_names(tape)
+    returned: dict = {}
+    for x, label in zip(tape.outputs, out_names):
+        if type(x) is Var:
+            returned[x] = f"{returned[x]}, {label}" if x in returned else label
+    cotangent_of = _exact_cotangents(tape)
+
+    nodes: list = []
+    edges: dict = {}              # (source, target) -> attributes: a DiGraph, operand positions listed
+    var_attrs: dict = {}          # Var -> its attribute dict (kind decided last)
+    avals: dict = {}              # Aval -> (text, dtype text): numpy's dtype names are slow
+
+    def aval_text(aval) -> tuple[str, str]:
+        text = avals.get(aval)
+        if text is None:
+            text = avals[aval] = (str(aval), short_dtype(aval.dtype))
+        return text
+
+    def add_var(v: Var, phase: str, producer, label: str = ""):
+        name = repr(v)
+        text = aval_text(v.aval)
+        attrs = {"kind": None, "phase": phase, "order": len(nodes), "name": name,
+                 "shape": v.aval.shape, "dtype": text[1], "aval": text[0], "label": label,
+                 "output": returned.get(v, ""), "residual": False,
+                 "cotangent_of": cotangent_of.get(v), "producer": producer,
+                 "value": summaries.get(name)}
+        var_attrs[v] = attrs
+        nodes.append((name, attrs))
+
+    def add_edge(u: str, v: str, kind: str, pos: int):
+        attrs = edges.get((u, v))
+        if attrs is None:
+            edges[u, v] = {"kind": kind, "positions": (pos,)}
+        else:                      # one value read twice, as in x * x
+            attrs["positions"] += (pos,)
+
+    n_primal = len(tape.inputs) - n_seeds
+    for i, (v, label) in enumerate(zip(tape.inputs, tape.input_names)):
+        add_var(v, "forward" if i < n_primal else "backward", None, label)
+        var_attrs[v]["kind"] = "cotangent" if i >= n_primal else "parameter" if i in wrt else "input"
+
+    lines: dict = {}
+    params_text: dict = {}
+    blocks: dict = {}
+    instances: dict = {}
+    for index, e in enumerate(tape.eqns):
+        eid = "eq/" + repr(e.outputs[0])
+        origin = e.origin
+        phase = "backward" if origin.is_backward else "forward"
+        of = repr(origin.of) if origin.of is not None else None
+        if of is not None:
+            group = blocks if origin.kind in BACKWARD_BLOCK else instances if phase == "forward" else None
+            if group is not None:
+                group.setdefault(of, []).append(eid)
+        literals = []
+        for pos, x in enumerate(e.inputs):
+            if type(x) is Var:
+                src = var_attrs[x]
+                if phase == "backward" and src["phase"] == "forward":
+                    kind = "residual"
+                    src["residual"] = True
+                else:
+                    kind = "accumulate" if origin.kind == "accumulate" else "data"
+                add_edge(src["name"], eid, kind, pos)
+            else:
+                text = format_literal(x.value)
+                literals.append((pos, text))
+                lid = f"lit/{e.outputs[0]!r}.{pos}"
+                nodes.append((lid, {"kind": "constant", "phase": phase, "order": len(nodes),
+                                    "value": text, "aval": aval_text(x.aval)[0]}))
+                add_edge(lid, eid, "data", pos)
+        if e.source not in lines:
+            lines[e.source] = source_line(e.source)
+        params = _params_text(params_text, e)
+        nodes.append((eid, {
+            "kind": "equation", "phase": phase, "order": len(nodes), "index": index,
+            "primitive": e.prim.name, "params": params, "literals": literals,
+            "outputs": [repr(v) for v in e.outputs], "source": e.source,
+            "source_line": lines[e.source], "origin": origin.kind, "of": of, "rule": origin.rule,
+            "provenance": origin.describe()}))
+        for pos, v in enumerate(e.outputs):
+            add_var(v, phase, eid)
+            add_edge(eid, var_attrs[v]["name"], "result", pos)
+
+    for pos, x in enumerate(tape.outputs):
+        if type(x) is Lit:
+            nodes.append((f"lit/out.{pos}", {"kind": "constant", "phase": "forward", "order": len(nodes),
+                                             "value": format_literal(x.value), "aval": str(x.aval),
+                                             "output": out_names[pos]}))
+    for attrs in var_attrs.values():
+        if attrs["kind"] is None:
+            attrs["kind"] = ("output" if attrs["output"] else "residual" if attrs["residual"]
+                             else "intermediate" if attrs["phase"] == "forward" else "cotangent")
+
+    graph = nx.DiGraph(blocks=blocks, instances=instances, failures=[], hops_per_step=2,
+                       gradient=any(e.origin.is_backward for e in tape.eqns))
+    graph.add_nodes_from(nodes)
+    graph.add_edges_from((u, v, attrs) for (u, v), attrs in edges.items())
+    if checks is not None:
+        annotate(graph, checks)
+    return graph
+
+
+def _params_text(cache: dict, e: Eqn) -> str:
+    """``axis=(1,) keepdims=True``, formatted once per distinct (primitive, params)."""
+    try:
+        return cache[e.prim, e.params]
+    except KeyError:
+        text = cache[e.prim, e.params] = " ".join(f"{k}={format_param(v)}" for k, v in e.params)
+        return text
+    except TypeError:                  # unhashable params
+        return " ".join(f"{k}={format_param(v)}" for k, v in e.params)
+
+
+def _output_names(tape: Tape) -> list[str]:
+    n_values = getattr(tape, "n_values", len(tape.outputs))
+    if tape.out_tree is not None:
+        names = pytree.leaf_paths(tape.out_tree, "out")
+    else:
+        names = [f"out[{i}]" for i in range(n_values)]
+    wrt = getattr(tape, "wrt", ())
+    grads = [f"grad {tape.input_names[i]}" for i in wrt]
+    grads += [f"grad[{i}]" for i in range(len(grads), len(tape.outputs) - n_values)]
+    return names[:n_values] + grads
+
+
+def _exact_cotangents(tape: Tape) -> dict:
+    """Variables that are exactly the cotangent of a forward variable (seeds, fan-in sums,
+    structural zeros, the returned gradients). Pullback outputs are contributions, not totals."""
+    out = {}
+    for e in tape.eqns:
+        if e.origin.kind in ("seed", "accumulate", "zeros") and e.origin.of is not None:
+            out[e.outputs[0]] = repr(e.origin.of)
+    n_values = getattr(tape, "n_values", len(tape.outputs))
+    for i, g in zip(getattr(tape, "wrt", ()), tape.outputs[n_values:]):
+        if type(g) is Var and g not in tape.inputs:
+            out[g] = repr(tape.inputs[i])
+    return out
+
+
+# -- values ----------------------------------------------------------------------------------
+
+def values_of(tape: Tape, *args, cotangents=()) -> dict[str, object]:
+    """Every variable's value when the tape runs on ``args`` (and, for vjp tapes, the output
+    cotangents), keyed by ``%n`` name: what ``to_networkx(tape, values=...)`` summarises."""
+    from ad.interpret import eval_tape
+    env: dict = {}
+    eval_tape(tape, tape.flatten_args(args) + list(cotangents), env)
+    return {repr(v): x for v, x in env.items()}
+
+
+def _summaries(values) -> dict[str, str]:
+    if not values:
+        return {}
+    return {k if isinstance(k, str) else repr(k): summarize(v) for k, v in values.items()}
+
+
+def summarize(value) -> str:
+    """One line about an array: the numbers when few, else mean and range; non-finite counted."""
+    if callable(value):
+        return "closure"
+    a = np.asarray(value)
+    if a.dtype == object:
+        return "object"
+    if a.size == 0:
+        return "empty"
+    if a.dtype == bool:
+        return f"{int(a.sum())}/{a.size} true"
+    if np.iscomplexobj(a):
+        a = np.abs(a)
+        prefix = "|z| "
+    else:
+        prefix = ""
+    if a.size <= 4:
+        body = ", ".join(f"{x:.4g}" for x in a.ravel().tolist())
+        return prefix + (body if a.ndim == 0 else f"[{body}]")
+    finite = np.isfinite(a)
+    notes = []
+    if not finite.all():
+        notes = [f"{int(n)} {what}" for n, what in ((np.isnan(a).sum(), "nan"),
+                                                     (np.isposinf(a).sum(), "+inf"),
+                                                     (np.isneginf(a).sum(), "-inf")) if n]
+        a = a[finite]
+    if a.size:
+        notes.insert(0, f"mean {a.mean():.3g} in [{a.min():.3g}, {a.max():.3g}]")
+    return prefix + "; ".join(notes)
+
+
+# -- check results ---------------------------------------------------------------------------
+
+def annotate(graph: nx.DiGraph, report) -> nx.DiGraph:
+    """Attach a check report's failures to the nodes they name (in place; returns the graph).
+
+    ``report`` is anything with ``.failures``, each having ``.name``, ``.message`` and
+    ``.equation``: an ``Eqn``, a ``Var``, a name ("%n" or "eq/%n") or None (a failure of the
+    whole program, kept only in ``graph.graph["failures"]``).
+    """
+    failures = getattr(report, "failures", None)
+    if failures is None:
+        raise TypeError(f"annotate takes a check report with .failures, not {type(report).__name__}")
+    for f in failures:
+        node = node_of(graph, getattr(f, "equation", None))
+        entry = (str(f.name), str(f.message))
+        if node is not None:
+            graph.nodes[node].setdefault("failures", []).append(entry)
+        graph.graph["failures"].append((node, *entry))
+    return graph
+
+
+def node_of(graph, ref) -> str | None:
+    """The node an ``Eqn``, ``Var`` or name refers to: a variable's producing equation when it
+    has one (a failure belongs to the equation), else the node itself; None when absent. Names
+    may be "%n", "eq/%n" or a printed equation ("%9:f64[8,3] = matmul %8 %2", as the checker
+    reports them)."""
+    if ref is None:
+        return None
+    if isinstance(ref, Eqn):
+        ref = "eq/" + repr(ref.outputs[0])
+    elif not isinstance(ref, str):
+        ref = repr(ref)
+    if ref in graph and not graph.nodes[ref].get("producer"):
+        return ref
+    name = _FIRST_NAME.match(ref)
+    if name and "eq/" + name.group(1) in graph:
+        return "eq/" + name.group(1)
+    return ref if ref in graph else None
+
+
+_FIRST_NAME = re.compile(r"\s*(?:eq/)?(%\d+)")
+
+
+# -- queries ---------------------------------------------------------------------------------
+
+def forward(graph: nx.DiGraph):
+    """The forward section: inputs, forward equations and their values (a subgraph view)."""
+    return graph.subgraph([n for n, d in graph.nodes(data=True) if d["phase"] == "forward"])
+
+
+def backward(graph: nx.DiGraph):
+    """The backward section plus the residuals it reads (as the backward tape's inputs)."""
+    return graph.subgraph(backward_nodes(graph))
+
+
+def backward_nodes(graph) -> list[str]:
+    keep = []
+    for n, d in graph.nodes(data=True):
+        if d["phase"] == "backward" or d.get("residual"):
+            keep.append(n)
+    return keep
+
+
+def pullback_block(graph: nx.DiGraph, var) -> list[str]:
+    """The equations of the pullback of forward variable ``var`` (the rule instance whose first
+    output it is), and the variables they define, in tape order."""
+    name = var if isinstance(var, str) else repr(var)
+    out = []
+    for eid in graph.graph["blocks"].get(name, ()):
+        out.append(eid)
+        out.extend(graph.nodes[eid]["outputs"])
+    return out
+
+
+class Residual(NamedTuple):
+    var: str                 # the forward variable
+    producer: str | None     # its equation (None for an input)
+    consumers: list[str]     # the backward equations that read it
+
+
+def residuals(graph: nx.DiGraph) -> list[Residual]:
+    """Every forward value the backward pass reads, with where it is made and read."""
+    out = []
+    for n, d in graph.nodes(data=True):
+        if d.get("residual"):
+            consumers = sorted((v for v, e in graph.succ[n].items() if e["kind"] == "residual"),
+                               key=lambda v: graph.nodes[v]["order"])
+            out.append(Residual(n, d.get("producer"), consumers))
+    return out
+
+
+def neighbourhood(graph, node, k: int) -> list[str]:
+    """The nodes within ``k`` steps of ``node`` (either direction), in tape order. A step is one
+    equation: in the detail graph a variable, its equations and their other operands and results
+    are one step apart. Accepts a variable name for its equation and vice versa."""
+    start = _resolve(graph, node)
+    if k < 0:
+        raise ValueError(f"k={k}: the window needs k >= 0 steps")
+    hops = k * graph.graph.get("hops_per_step", 1)
+    seen = {start: 0}
+    todo = deque([start])
+    while todo:
+        n = todo.popleft()
+        d = seen[n]
+        if d == hops:
+            continue
+        for m in _adjacent(graph, n):
+            if m not in seen:
+                seen[m] = d + 1
+                todo.append(m)
+    window = set(seen)
+    for n in seen:             # an equation comes with its results, so it can be drawn whole
+        if graph.nodes[n]["kind"] == "equation":
+            window.update(graph.nodes[n]["outputs"])
+    return sorted(window, key=lambda n: graph.nodes[n]["order"])
+
+
+def _adjacent(graph, n):
+    yield from graph.succ[n]
+    yield from graph.pred[n]
+
+
+def _resolve(graph, node) -> str:
+    ref = node if isinstance(node, str) else ("eq/" + repr(node.outputs[0]) if isinstance(node, Eqn)
+                                             else repr(node))
+    if ref in graph:
+        return ref
+    group = graph.graph.get("group_of", {}).get(ref)
+    if group is not None:
+        return group
+    if "eq/" + ref in graph:
+        return "eq/" + ref
+    raise KeyError(f"{ref!r} is not a node of this graph; nodes are named like '%7' (variables) "
+                   f"and 'eq/%7' (equations), as in the text listing")

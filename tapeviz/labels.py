@@ -1,0 +1,234 @@
+"""What a drawn node says and how it looks: colours with a meaning, label rows, the legend.
+
+A node's label is a list of ``Row``s, formatted either as an HTML-like table (the default: a
+coloured header cell per primitive) or as plain text (for Graphviz builds without HTML-like
+labels, such as the WebAssembly one). Every string from the user is escaped for the format it
+lands in: HTML entities in tables, backslashes in plain DOT strings.
+"""
+from __future__ import annotations
+
+import colorsys
+import functools
+import re
+import zlib
+from html import escape as _html_escape
+from typing import NamedTuple
+
+import graphviz
+
+from .graph import BACKWARD_BLOCK
+
+LABELS = ("html", "text")
+
+
+class Look(NamedTuple):
+    frame: str            # frame colour
+    background: str
+    width: int            # frame width
+    text: str             # what the legend says
+    word: str             # the frame colour in words, for plain-text legends
+
+
+KINDS = {
+    "input": Look("#6b7280", "#f3f4f6", 1, "input", "grey"),
+    "parameter": Look("#2563eb", "#dbeafe", 2, "parameter (differentiated input)", "blue"),
+    "intermediate": Look("#9ca3af", "#ffffff", 1, "forward value", "light grey"),
+    "residual": Look("#d97706", "#fffbeb", 2, "residual (read by the backward pass)", "orange"),
+    "output": Look("#15803d", "#ecfdf5", 2, "output (value or gradient)", "green"),
+    "cotangent": Look("#7c3aed", "#faf5ff", 1, "backward value (cotangent)", "purple"),
+}
+FAILED = Look("#dc2626", "#fee2e2", 3, "failed check", "red")
+CURRENT = Look("#0369a1", "#ffffff", 4, "current step", "thick dark blue")
+TINT = "#fef3c7"
+EDGES = {   # kind -> (DOT attributes, what the legend says)
+    "data": ({}, "data flow"),
+    "residual": ({"style": "dashed", "color": "#d97706", "constraint": "false"}, "residual use (dashed)"),
+    "accumulate": ({"style": "bold", "color": "#7c3aed"}, "fan-in accumulation (bold)"),
+    "backward": ({"color": "#7c3aed"}, "backward data flow"),
+}
+MAX_TEXT = 48
+ROW_COLOURS = {"note": "#374151", "ct": "#6d28d9", "prov": "#6d28d9", "out": "#15803d", "fail": "#b91c1c"}
+
+
+@functools.lru_cache(maxsize=1024)
+def primitive_colour(name: str) -> str:
+    """A pastel colour per primitive: hue and saturation come from a hash of the name (crc32,
+    not Python's salted ``hash``), so it is the same in every picture and every run."""
+    h = zlib.crc32(name.encode())
+    r, g, b = colorsys.hsv_to_rgb(h % 360 / 360, (0.2, 0.32, 0.44)[h // 360 % 3], 0.98)
+    return f"#{round(r * 255):02x}{round(g * 255):02x}{round(b * 255):02x}"
+
+
+_PLAIN = re.compile(r'(?:[^&<>"\'\\\s]+(?: [^&<>"\'\\\s]+)*)?')   # nothing to escape or collapse
+
+
+def shorten(text, limit: int | None = MAX_TEXT) -> str:
+    text = " ".join(str(text).split())
+    return text if limit is None or len(text) <= limit else text[:limit - 1] + "\u2026"
+
+
+def esc(text, limit: int | None = MAX_TEXT) -> str:
+    """Text for an HTML-like label: shortened, then every markup character escaped. Graphviz
+    expands backslash escapes (``\\N`` is the node's name) even in HTML-like labels, after
+    decoding entities, so a backslash is doubled rather than written as an entity."""
+    if type(text) is str and (limit is None or len(text) <= limit) and _PLAIN.fullmatch(text):
+        return text
+    return _html_escape(shorten(text, limit), quote=True).replace("\\", "\\\\")
+
+
+class Row(NamedTuple):
+    role: str             # head, name, note, ct (cotangent), prov (provenance), out, fail
+    text: str
+    extra: str = ""       # head: the params, in small type
+    colour: str = ""      # head: the primitive's colour
+
+
+# -- rows ------------------------------------------------------------------------------------
+
+def _facts(d: dict, provenance: str = "") -> list[Row]:
+    rows = []
+    if d.get("value") is not None:
+        rows.append(Row("note", d["value"]))
+    if d.get("cotangent_of") and "cotangent of" not in provenance:
+        rows.append(Row("ct", f"cotangent of {d['cotangent_of']}"))
+    outs = d.get("output")
+    if outs:
+        rows.append(Row("out", "\u2192 " + (outs if isinstance(outs, str) else ", ".join(outs))))
+    return rows
+
+
+def _failures(*nodes) -> list[Row]:
+    return [Row("fail", f"\u2717 {shorten(name, 24)}: {message}")
+            for d in nodes if d for name, message in d.get("failures", ())]
+
+
+def _head(prim: str, params: str = "") -> Row:
+    return Row("head", prim, params, primitive_colour(prim))
+
+
+def style_of(d: dict) -> str:
+    kind = d["kind"]
+    if kind in KINDS:
+        return kind
+    return "cotangent" if d["phase"] == "backward" else "intermediate"
+
+
+def variable_rows(d: dict, producer: dict | None = None) -> list[Row]:
+    """An input, or a result drawn apart from its equation (several results, or a window)."""
+    head = (_head(producer["primitive"], producer["params"]) if producer is not None
+            else Row("head", d.get("label") or d["name"]))
+    return [head, Row("name", f"{d['name']} : {d['aval']}")] + _facts(d) + _failures(d)
+
+
+def equation_rows(e: dict, out: dict | None) -> list[Row]:
+    """An equation, drawn with its only result ``out`` when it has one."""
+    rows = [_head(e["primitive"], e["params"]),
+            Row("name", f"{out['name']} : {out['aval']}" if out else "\u2192 " + ", ".join(e["outputs"]))]
+    if e["literals"]:
+        rows.append(Row("note", "with " + ", ".join(text for _, text in e["literals"])))
+    provenance = ""
+    if e["phase"] == "backward" and e["origin"] not in BACKWARD_BLOCK:
+        provenance = e["provenance"]
+        rows.append(Row("prov", provenance))
+    return rows + (_facts(out, provenance) if out else []) + _failures(e, out)
+
+
+def group_rows(d: dict) -> list[Row]:
+    """A node of the collapsed view: a rule instance, a pullback block or a fold."""
+    kind = d["kind"]
+    if kind in KINDS:
+        return variable_rows(d)
+    if kind == "fold":
+        rows = [_head(d["motif"][0]), Row("name", f"\u00d7{d['count']} {d['rule']}"),
+                Row("note", f"{d['of'] or ''} \u2026 {d['last'] or ''}, {d['n_eqns']} equations")]
+    elif kind == "pullback":
+        rows = [_head(d["rule"]), Row("name", f"pullback of {d['of']}")]
+    elif kind == "rule" and d["of"]:
+        rows = [_head(d["rule"]), Row("name", f"{d['of']} : {d['aval']}")]
+    else:
+        rows = [_head(d["rule"]), Row("name", d["provenance"])]
+    if kind != "fold" and d["n_eqns"] > 1:
+        rows.append(Row("note", f"{d['n_eqns']} equations"))
+    return rows + _facts({"value": d.get("value"), "output": d.get("output")}) + _failures(d)
+
+
+def group_style(d: dict) -> str:
+    if d["kind"] in KINDS:
+        return d["kind"]
+    if d.get("output"):
+        return "output"
+    return "cotangent" if d["phase"] == "backward" else "residual" if d.get("residual") else "intermediate"
+
+
+# -- formatting ------------------------------------------------------------------------------
+
+def node_attrs(rows: list[Row], style: str, *, failed: bool, current: bool, tint: str | None,
+               labels: str) -> dict:
+    """DOT attributes of a node: its label and the frame and fill its kind and marks give it."""
+    frame, background, width = (FAILED if failed else KINDS[style])[:3]
+    if current:
+        frame, width = CURRENT[0], CURRENT[2]
+    background = tint or background
+    rounded = style in ("input", "parameter")
+    if labels == "html":
+        cells = "".join(f"<TR>{_html_row(r)}</TR>" for r in rows)
+        return {"label": (f'<<TABLE BORDER="{width}" CELLBORDER="0" CELLSPACING="0" CELLPADDING="2" '
+                          f'COLOR="{esc(frame)}" BGCOLOR="{esc(background)}"'
+                          f'{" STYLE=%srounded%s" % (chr(34), chr(34)) if rounded else ""}>{cells}</TABLE>>')}
+    fill = tint or (FAILED[1] if failed else rows[0].colour or background)
+    return {"label": text_label(rows), "shape": "box", "style": "filled,rounded" if rounded else "filled",
+            "fillcolor": fill, "color": frame, "penwidth": str(width)}
+
+
+def _html_row(r: Row) -> str:
+    if r.role == "head":
+        return _html_head(r.text, r.extra, r.colour)
+    if r.role == "name":
+        return f'<TD ALIGN="LEFT">{esc(r.text)}</TD>'
+    text = f"<B>{esc(r.text)}</B>" if r.role == "out" else esc(r.text)
+    return f'<TD ALIGN="LEFT"><FONT POINT-SIZE="9" COLOR="{ROW_COLOURS[r.role]}">{text}</FONT></TD>'
+
+
+@functools.lru_cache(maxsize=4096)
+def _html_head(text: str, extra: str, colour: str) -> str:
+    """A header cell; the same few primitives and params recur all over a tape."""
+    small = f' <FONT POINT-SIZE="8">{esc(extra)}</FONT>' if extra else ""
+    colour = f' BGCOLOR="{esc(colour)}"' if colour else ""
+    return f'<TD ALIGN="LEFT"{colour}><B>{esc(text)}</B>{small}</TD>'
+
+
+def text_label(rows: list[Row]) -> str:
+    """Plain DOT text, one left-aligned line per row, backslashes escaped."""
+    lines = [shorten(f"{r.text}  {r.extra}" if r.extra else r.text) for r in rows]
+    return graphviz.nohtml("".join(graphviz.escape(line) + "\\l" for line in lines))
+
+
+def plain(text: str, labels: str, *, bold: bool = False) -> str:
+    """A cluster or graph title in either label format."""
+    if labels == "html":
+        return f"<<B>{esc(text, None)}</B>>" if bold else f"<{esc(text, None)}>"
+    return graphviz.escape(shorten(text, None))
+
+
+def legend(title, kinds: set, edge_kinds: set, primitives: set, labels: str, *, per_row: int = 5) -> str:
+    """The graph's label: the title and a legend of what is drawn, in rows of a few entries."""
+    looks = [look for key, look in [*KINDS.items(), ("failed", FAILED), ("current", CURRENT)] if key in kinds]
+    edges = [(key, text) for key, (_, text) in EDGES.items() if key in edge_kinds]
+    if labels == "text":                 # a few entries a line: a label wider than the drawing is cut
+        entries = [f"{look.word} frame: {look.text}" for look in looks] + [text for _, text in edges]
+        lines = ([title] if title else []) + ["; ".join(entries[i:i + 3]) for i in range(0, len(entries), 3)]
+        return graphviz.nohtml("".join(graphviz.escape(line) + "\\l" for line in lines))
+    cells = [_swatch(look.frame, look.background, look.width, look.text) for look in looks]
+    for key, text in edges:
+        arrow = "- - &#9654;" if key == "residual" else "&#8212;&#9654;"
+        colour = EDGES[key][0].get("color", "#6b7280")
+        cells.append(f'<TD><FONT COLOR="{colour}">{arrow}</FONT></TD><TD ALIGN="LEFT">{esc(text)}</TD>')
+    cells += [_swatch("#9ca3af", primitive_colour(p), 1, p) for p in sorted(primitives)]
+    rows = [f'<TR><TD COLSPAN="{2 * per_row}" ALIGN="LEFT"><B>{esc(title, None)}</B></TD></TR>'] if title else []
+    rows += ["<TR>" + "".join(cells[i:i + per_row]) + "</TR>" for i in range(0, len(cells), per_row)]
+    return '<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="2" CELLPADDING="2">' + "".join(rows) + "</TABLE>>"
+
+
+def _swatch(frame: str, background: str, width: int, text: str) -> str:
+    return (f'<TD BORDER="{width}" COLOR="{esc(frame)}" BGCOLOR="{esc(background)}" WIDTH="16"> </TD>'
+            f'<TD ALIGN="LEFT">{esc(text)}</TD>')
