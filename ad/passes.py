@@ -166,7 +166,7 @@ def _simplified(e, ins, out, producers, zeros):
             return b
         if _is_one(b) and _same(a, out):
             return a
-    elif name == "divide":
+    elif name in ("divide", "power"):
         if _is_one(ins[1]) and _same(ins[0], out):
             return ins[0]
     elif name in ("positive",) and _same(ins[0], out):
