@@ -8,7 +8,7 @@ import numpy as np
 from . import pytree
 from .backward import GradTape, build, partition
 from .interpret import eval_closure, eval_tape
-from .tape import Lit, Tape
+from .tape import Lit, Tape, gc_paused
 from .tracer import Recorder, Tracer
 
 FORMS = ("lifted", "closure", "compiled")
@@ -28,6 +28,7 @@ def _concrete(x):
     return x.value if isinstance(x, Tracer) else x
 
 
+@gc_paused
 def trace(f, *args) -> Tape:
     """Record ``f(*args)`` (plain numpy code) into a tape. Arrays, floats and numpy scalars in
     the (pytree) arguments are traced; Python ints, bools, None and strings are static.

@@ -19,7 +19,7 @@ from .errors import NonDifferentiableError
 from .interpret import eval_tape
 from .lift import LiftedRule, lift
 from .primitives import Primitive
-from .tape import Eqn, Lit, Origin, Tape, Var, freeze_params
+from .tape import Eqn, Lit, Origin, Tape, Var, freeze_params, gc_paused
 
 
 @dataclass(frozen=True)
@@ -200,6 +200,7 @@ def _zeros(b: _Builder, aval, of: Var, kind: str, source=None):
     return out
 
 
+@gc_paused
 def build(primal: Tape, values: list, wrt: list[int], *, seed: str = "ones",
           grad_tree=None, grad_slots=()) -> GradTape:
     """Lift every differentiable equation of ``primal`` and assemble the backward section.

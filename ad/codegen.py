@@ -10,7 +10,7 @@ import numpy as np
 
 from . import pytree
 from .backward import GradTape
-from .tape import Lit, Tape, Var
+from .tape import Lit, Tape, Var, gc_paused
 
 _OPERATORS = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "power": "**",
               "matmul": "@", "floor_divide": "//", "remainder": "%", "less": "<",
@@ -106,6 +106,7 @@ def eqn_source(e, ns: _Namespace) -> str:
     return f"{fn}({', '.join(args)}{kw})"
 
 
+@gc_paused
 def generate(tape: Tape, name: str = "f") -> tuple[str, dict]:
     """(source, globals) of a Python function computing the tape."""
     ns = _Namespace()

@@ -17,7 +17,7 @@ from dataclasses import replace
 import numpy as np
 
 from .backward import GradTape
-from .tape import Eqn, Lit, Tape, Var
+from .tape import Eqn, Lit, Tape, Var, gc_paused
 
 FOLD_MAX_SIZE = 1   # fold only scalars: array constants would hide the structure
 
@@ -216,6 +216,7 @@ _LINEAR_UNARY = {"negative", "reshape", "transpose", "broadcast_to", "sum_to", "
 PASSES = (("fold", fold), ("simplify", simplify), ("cse", cse), ("dce", dce))
 
 
+@gc_paused
 def optimize(tape: Tape, *, max_rounds: int = 4) -> Tape:
     """Run all passes to a fixed point; ``meta["passes"]`` lists (pass, eqns before, after)."""
     log = []

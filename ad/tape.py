@@ -10,6 +10,8 @@ Naming legend (used across the package):
 """
 from __future__ import annotations
 
+import functools
+import gc
 import math
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -17,6 +19,23 @@ from typing import Any
 import numpy as np
 
 from . import pytree
+
+
+def gc_paused(fn):
+    """Run ``fn`` with the cyclic garbage collector paused. Building tens of thousands of small
+    objects triggers it again and again, and each time it re-scans every object of the tape
+    (a third of the time for 10,000 equations, and growing with the tape); tapes, tracers and
+    graphs hold no reference cycles, so nothing is left for it to find."""
+    @functools.wraps(fn)
+    def paused(*args, **kwargs):
+        if not gc.isenabled():
+            return fn(*args, **kwargs)
+        gc.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            gc.enable()
+    return paused
 
 
 @dataclass(frozen=True, slots=True)

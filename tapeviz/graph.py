@@ -59,8 +59,6 @@ traversals are iterative: deep tapes never hit the recursion limit.
 """
 from __future__ import annotations
 
-import functools
-import gc
 import re
 from collections import deque
 from typing import NamedTuple
@@ -70,25 +68,9 @@ import numpy as np
 
 from ad import pytree
 from ad.errors import source_line
-from ad.tape import Eqn, Lit, Tape, Var, format_literal, format_param, short_dtype
+from ad.tape import Eqn, Lit, Tape, Var, format_literal, format_param, gc_paused, short_dtype
 
 BACKWARD_BLOCK = ("pullback", "project")   # origins that belong to a rule's pullback block
-
-
-def gc_paused(fn):
-    """Run ``fn`` with the cyclic garbage collector paused. Building tens of thousands of small
-    dicts triggers it again and again, and each time it re-scans every object of the tape (a
-    third of the time for 10,000 equations); what is built here holds no reference cycles."""
-    @functools.wraps(fn)
-    def paused(*args, **kwargs):
-        if not gc.isenabled():
-            return fn(*args, **kwargs)
-        gc.disable()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            gc.enable()
-    return paused
 
 
 @gc_paused
