@@ -60,9 +60,20 @@ def format_time(seconds: float) -> str:
 
 def machine() -> str:
     import numpy as np
-    return (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+    return (f"{_cpu_model()} ({platform.machine()}), {os.cpu_count()} cores, "
             f"Python {platform.python_version()}, numpy {np.__version__}, "
             f"BLAS threads {os.environ.get('OPENBLAS_NUM_THREADS')}")
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
 
 
 def optional(module: str):
