@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 OUT    ?= out
 
-.PHONY: demo test setup system-deps bench clean
+.PHONY: demo test setup system-deps bench notebooks clean
 
 demo: setup
 	$(PY) -m tapeviz.demo --out $(OUT)
@@ -35,6 +35,10 @@ $(VENV)/.installed: pyproject.toml
 bench: setup
 	$(VENV)/bin/pip install -q -e '.[bench]'
 	$(PY) -m bench.run
+
+# the teaching notebooks, executed, as static HTML with the widget state embedded
+notebooks: setup
+	$(PY) -m tapeviz.notebooks render --out $(OUT)/notebooks
 
 clean:
 	rm -rf $(VENV) $(OUT) .pytest_cache

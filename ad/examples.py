@@ -4,16 +4,23 @@ from __future__ import annotations
 import numpy as np
 
 
-def mlp_loss(params, x, y):
-    """Softmax cross-entropy of a tanh MLP; ``params`` holds W0, b0, W1, b1, ...; ``y`` one-hot."""
-    h = x
-    n_layers = len(params) // 2
-    for i in range(n_layers):
-        z = h @ params[f"W{i}"] + params[f"b{i}"]
-        h = np.tanh(z) if i < n_layers - 1 else z
-    m = np.max(h, axis=1, keepdims=True)
-    logp = h - m - np.log(np.sum(np.exp(h - m), axis=1, keepdims=True))
-    return -np.mean(np.sum(y * logp, axis=1))
+def mlp_loss_for(xnp):
+    """The MLP loss written against the numpy-like module ``xnp`` (numpy for ad; the benchmarks
+    pass autograd.numpy or jax.numpy to run the very same program through other systems)."""
+    def mlp_loss(params, x, y):
+        """Softmax cross-entropy of a tanh MLP; ``params`` holds W0, b0, W1, b1, ...; ``y`` one-hot."""
+        h = x
+        n_layers = len(params) // 2
+        for i in range(n_layers):
+            z = h @ params[f"W{i}"] + params[f"b{i}"]
+            h = xnp.tanh(z) if i < n_layers - 1 else z
+        m = xnp.max(h, axis=1, keepdims=True)
+        logp = h - m - xnp.log(xnp.sum(xnp.exp(h - m), axis=1, keepdims=True))
+        return -xnp.mean(xnp.sum(y * logp, axis=1))
+    return mlp_loss
+
+
+mlp_loss = mlp_loss_for(np)
 
 
 def mlp_example(batch: int = 8, sizes=(4, 8, 3), seed: int = 0, dtype=np.float64):

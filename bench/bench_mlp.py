@@ -11,18 +11,11 @@ import numpy as np  # noqa: E402  (after bench.common pins the BLAS threads)
 
 import ad  # noqa: E402
 
+from ad.examples import mlp_example, mlp_loss, mlp_loss_for  # noqa: E402
+
 SIZES = (784, 512, 512, 10)
 BATCH = 256
-
-
-def loss(params, x, y):
-    h = x
-    for i in range(3):
-        z = h @ params[f"W{i}"] + params[f"b{i}"]
-        h = np.tanh(z) if i < 2 else z
-    m = np.max(h, axis=1, keepdims=True)
-    logp = h - m - np.log(np.sum(np.exp(h - m), axis=1, keepdims=True))
-    return -np.mean(np.sum(y * logp, axis=1))
+loss = mlp_loss
 
 
 def grad_by_hand(params, x, y):
@@ -43,14 +36,7 @@ def grad_by_hand(params, x, y):
 
 
 def data(dtype, seed=0):
-    rng = np.random.default_rng(seed)
-    params = {}
-    for i, (m, n) in enumerate(zip(SIZES[:-1], SIZES[1:])):
-        params[f"W{i}"] = (rng.standard_normal((m, n)) / np.sqrt(m)).astype(dtype)
-        params[f"b{i}"] = np.zeros(n, dtype)
-    x = rng.standard_normal((BATCH, SIZES[0])).astype(dtype)
-    y = np.eye(SIZES[-1], dtype=dtype)[rng.integers(0, SIZES[-1], BATCH)]
-    return params, x, y
+    return mlp_example(BATCH, SIZES, seed, dtype)
 
 
 def contenders(dtype) -> dict:
@@ -66,7 +52,7 @@ def contenders(dtype) -> dict:
     autograd = optional("autograd")
     if autograd is not None:
         import autograd.numpy as anp
-        ag = autograd.grad(_loss_with(anp))
+        ag = autograd.grad(mlp_loss_for(anp))
         out["HIPS autograd"] = lambda: ag(params, x, y)
     torch = optional("torch")
     if torch is not None:
@@ -82,25 +68,13 @@ def contenders(dtype) -> dict:
     if jax is not None:
         import jax.numpy as jnp
         jax.config.update("jax_enable_x64", dtype == np.float64)
-        jg = jax.grad(_loss_with(jnp))
+        jg = jax.grad(mlp_loss_for(jnp))
         jp = {k: jnp.asarray(v) for k, v in params.items()}
         jx, jy = jnp.asarray(x), jnp.asarray(y)
         jit = jax.jit(jg)
         out["JAX eager"] = lambda: jax.block_until_ready(jg(jp, jx, jy))
         out["JAX jit"] = lambda: jax.block_until_ready(jit(jp, jx, jy))
     return out
-
-
-def _loss_with(xnp):
-    def f(params, x, y):
-        h = x
-        for i in range(3):
-            z = h @ params[f"W{i}"] + params[f"b{i}"]
-            h = xnp.tanh(z) if i < 2 else z
-        m = xnp.max(h, axis=1, keepdims=True)
-        logp = h - m - xnp.log(xnp.sum(xnp.exp(h - m), axis=1, keepdims=True))
-        return -xnp.mean(xnp.sum(y * logp, axis=1))
-    return f
 
 
 def _loss_with_torch(torch, params, x, y):
