@@ -33,7 +33,7 @@ class Fallback:
         return f"{self.rule} at {self.source or '?'}: {self.reason}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)   # displays as its listing (Tape._repr_pretty_)
 class GradTape(Tape):
     """A joint tape: ``outputs`` are the function's outputs, then the gradients.
 
@@ -302,7 +302,9 @@ def build(primal: Tape, values: list, wrt: list[int], *, seed: str = "ones",
                     n_forward=n_forward, n_values=len(value_outs), n_seeds=len(seeds),
                     grad_tree=grad_tree, grad_slots=tuple(grad_slots),
                     fallbacks=tuple(fallbacks), wrt=tuple(grad_inputs),
-                    meta={"primal_map": env})   # primal Var -> joint Var (the checker names equations by it)
+                    # primal_map: primal Var -> joint Var (the checker names equations by it);
+                    # cotangents: forward Var -> its total cotangent (the debugger shows it)
+                    meta={"primal_map": env, "cotangents": ct})
 
 
 def _rule_output(b: _Builder, sub, o, lifted: LiftedRule, primal_var: Var, e: Eqn):

@@ -5,6 +5,7 @@ queries on it find the forward and backward sections, a pullback block, the resi
 neighbourhood and the collapsed view; ``to_graphviz``/``export``/``render`` draw it.
 """
 from .collapse import collapse
+from .debugger import TapeDebugger, debug
 from .draw import scene, to_graphviz
 from .export import export, listing
 from .graph import (Residual, annotate, backward, forward, neighbourhood, pullback_block, residuals,
@@ -20,4 +21,6 @@ __all__ = [
     # drawing and files
     "to_graphviz", "scene", "primitive_colour", "export", "listing", "render",
     "RenderError", "RendererNotFound",
+    # the Jupyter debugger
+    "debug", "TapeDebugger",
 ]

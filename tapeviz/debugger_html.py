@@ -1,0 +1,332 @@
+"""The debugger's HTML, drawn from ``DebugModel``: the side-by-side listing, the phase line, the
+residuals table and the closure-versus-lifted panel. Pure functions of the model (no widgets),
+so tests read them as strings. Every user-visible string is escaped here, where it enters HTML.
+
+Only a window of rows around the cursor is drawn; each equation's text is formatted once and
+cached, and what depends on the cursor (the current step, partners, tints) is added around it.
+Clicking a ``data-var`` element anywhere in these views selects that variable: a tiny inline
+handler writes its name into the debugger's selection box (``.tv-pick``), which the kernel
+observes, so the click works in Voila and JupyterLab without any frontend extension.
+"""
+from __future__ import annotations
+
+import bisect
+import html
+
+import numpy as np
+
+from ad.tape import Var, format_literal, format_param
+
+from .debugger_model import DebugModel
+from .graph import BACKWARD_BLOCK, summarize
+
+RESIDUAL_COLOURS = 8
+CHECK, CROSS = "\u2713", "\u2717"
+MAX_PARAMS = 60
+
+PICK_JS = ("var t=event.target.closest('[data-var]');if(!t)return;var r=this.closest('.tv-root');"
+           "var i=r&&r.querySelector('.tv-pick input');if(!i)return;i.value=t.getAttribute('data-var');"
+           "i.dispatchEvent(new Event('change',{bubbles:true}));")
+GRAPH_PICK_JS = ("var g=event.target.closest('g.node');if(!g||g.id.indexOf('tvn_')!==0)return;"
+                 "var r=this.closest('.tv-root');var i=r&&r.querySelector('.tv-pick input');if(!i)return;"
+                 "i.value=g.id.slice(4).replace(/^eq\\//,'');i.dispatchEvent(new Event('change',{bubbles:true}));")
+# brings the current line into view when the redrawn listing hides it (an image failing at once
+# is the one hook an HTML widget offers)
+SCROLL_JS = ("var s=this.closest('.tv-scroll');var c=s&&s.querySelector('.tv-current');if(!c)return;"
+             "var d=c.getBoundingClientRect().top-s.getBoundingClientRect().top;"
+             "if(d<30||d>s.clientHeight*0.6){s.scrollTop+=d-s.clientHeight/3;}")
+
+
+def esc(text) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def attr(name: str, value) -> str:
+    return f' {name}="{esc(value)}"'
+
+
+def onclick(js: str) -> str:
+    return attr("onclick", js)
+
+
+def scroller() -> str:
+    return f'<img class="tv-scroll-hook" src="data:," alt="" style="display:none"{attr("onerror", SCROLL_JS)}>'
+
+
+# -- the phase line ------------------------------------------------------------------------------
+
+def phase_html(model: DebugModel) -> str:
+    step = model.step
+    written = model.written()
+    shown = " ".join(written[:6]) + (" \u2026" if len(written) > 6 else "")
+    checks = "none" if model.report is None else ("fail" if not model.report.ok else "pass")
+    return (f'<div class="tv-phase"{attr("data-phase", step.phase)}{attr("data-step", model.index)}'
+            f'{attr("data-steps", model.n_steps)}{attr("data-current", model.current)}'
+            f'{attr("data-granularity", model.granularity)}{attr("data-selected", model.selected or "")}'
+            f'{attr("data-checks", checks)}>'
+            f'<span class="tv-phase-text">{esc(model.phase_line())}</span>'
+            f'<span class="tv-phase-writes">writes {esc(shown)}</span></div>')
+
+
+# -- the listing ---------------------------------------------------------------------------------
+
+class Listing:
+    """Renders the side-by-side table; caches each equation's formatted text."""
+
+    def __init__(self, model: DebugModel, uid: str, rows_each_side: int = 40):
+        self.model = model
+        self.uid = uid
+        self.rows_each_side = rows_each_side
+        self._lines: dict[int, str] = {}
+        self._vars: dict[str, str] = {}
+        self._cells: dict = {}
+
+    def var(self, name: str) -> str:
+        """A clickable variable name; residuals coloured the same wherever they appear."""
+        span = self._vars.get(name)
+        if span is None:
+            d = self.model.var_attrs[name]
+            cls = "tv-var"
+            k = self.model.residual_order.get(name)
+            if k is not None:
+                cls += f" tv-res tv-r{k % RESIDUAL_COLOURS}"
+            title = attr("title", d["label"]) if d["label"] else ""
+            span = self._vars[name] = f'<span class="{cls}" data-var="{esc(name)}"{title}>{esc(name)}</span>'
+        return span
+
+    def line(self, i: int) -> str:
+        text = self._lines.get(i)
+        if text is None:
+            text = self._lines[i] = self._format(i)
+        return text
+
+    def _format(self, i: int) -> str:
+        e = self.model.eqns[i]
+        attrs = self.model.var_attrs
+        lhs = " ".join(f'{self.var(repr(v))}<span class="tv-aval">:{esc(v.aval)}</span>' for v in e.outputs)
+        params = " ".join(f"{k}={format_param(v)}" for k, v in e.params)
+        if len(params) > MAX_PARAMS:
+            params = params[:MAX_PARAMS - 1] + "\u2026"
+        ops = " ".join(self.var(repr(x)) if type(x) is Var else
+                       f'<span class="tv-lit">{esc(format_literal(x.value))}</span>' for x in e.inputs)
+        rhs = f'<b class="tv-prim">{esc(e.prim.name)}</b>'
+        if params:
+            rhs += f' <span class="tv-params">{esc(params)}</span>'
+        outs = [attrs[repr(v)]["output"] for v in e.outputs if attrs[repr(v)]["output"]]
+        tail = "".join(f'<span class="tv-out">\u2192 {esc(o)}</span>' for o in outs)
+        o = e.origin
+        if o.kind == "accumulate":
+            tail += f'<span class="tv-tag tv-tag-fanin">fan-in of {esc(o.of)}</span>'
+        elif o.kind in ("seed", "zeros"):
+            tail += f'<span class="tv-tag">{esc(o.describe())}</span>'
+        if e.prim.kind == "opaque":
+            reason = next((f.reason for f in self.model.gt.fallbacks
+                           if f.rule == o.rule and f.source == e.source), "the rule could not be lifted")
+            tail += f'<span class="tv-tag tv-tag-opaque"{attr("title", reason)}>opaque closure</span>'
+        return f'<span class="tv-n">#{i}</span>{lhs} = {rhs} {ops}{tail}'
+
+    def render(self) -> str:
+        m = self.model
+        step = m.step
+        cursor = m.row_of_eqn[step.start]
+        lo = max(0, cursor - self.rows_each_side)
+        hi = min(len(m.rows), cursor + self.rows_each_side + 1)
+        partners, partner_vars = m.partners()
+        selected = m.producer_index.get(m.selected) if m.selected else None
+        ctx = (step.start, step.stop, partners, selected)
+        body = []
+        if lo > 0:
+            body.append(f'<tr class="tv-more"><td colspan="2">\u2026 {lo} rows above (drawn as the cursor '
+                        'moves)</td></tr>')
+        for r in range(lo, hi):
+            row = m.rows[r]
+            cls = " tv-cursor-row" if r == cursor else ""
+            fwd = self._inputs(partners) if row.key is None else self._cell(row.forward, ctx, "forward")
+            body.append(f'<tr class="tv-row{cls}" data-row="{r}"><td class="tv-forward">{fwd}</td>'
+                        f'<td class="tv-backward">{self._cell(row.backward, ctx, "backward")}</td></tr>')
+        if hi < len(m.rows):
+            body.append(f'<tr class="tv-more"><td colspan="2">\u2026 {len(m.rows) - hi} rows below</td></tr>')
+        return (f'<div class="tv-listing" id="{esc(self.uid)}"{attr("data-step", m.index)}'
+                f'{attr("data-current", m.current)}{attr("data-rows", f"{lo}-{hi - 1}")}'
+                f'{attr("data-total-rows", len(m.rows))}>{self._tints(partner_vars)}'
+                f'<div class="tv-scroll"{onclick(PICK_JS)}><table class="tv-pair"><thead><tr>'
+                '<th class="tv-forward">forward \u2193 (each rule instance)</th>'
+                '<th class="tv-backward">backward \u2191 (its pullback block and fan-in, runs bottom to top)</th>'
+                f'</tr></thead><tbody>{"".join(body)}</tbody></table>{scroller()}</div></div>')
+
+    def _tints(self, partner_vars) -> str:
+        """What changed at this step, the selection and the residuals its partners read, by CSS:
+        the cached lines need not change."""
+        m = self.model
+        scope = f"#{self.uid} "
+        rules = [f'{scope}.tv-var[data-var="{v}"]{{background:#fde68a}}' for v in m.written()]
+        rules += [f'{scope}.tv-var[data-var="{v}"]{{outline:1px solid #7c3aed}}' for v in sorted(partner_vars)]
+        if m.selected:
+            rules.append(f'{scope}.tv-var[data-var="{m.selected}"]{{outline:2px solid #0369a1;border-radius:2px}}')
+        return f"<style>{''.join(rules)}</style>"
+
+    def _inputs(self, partners) -> str:
+        m = self.model
+        lines = ['<div class="tv-block-h">inputs</div>']
+        for v in m.gt.inputs[:len(m.gt.inputs) - getattr(m.gt, "n_seeds", 0)]:
+            name = repr(v)
+            d = m.var_attrs[name]
+            cls = " tv-sel" if name == m.selected else ""
+            kind = "differentiated" if d["kind"] == "parameter" else "not differentiated"
+            lines.append(f'<div class="tv-eq tv-input{cls}" data-var="{esc(name)}"><span class="tv-n">in</span>'
+                         f'{self.var(name)}<span class="tv-aval">:{esc(d["aval"])}</span> '
+                         f'<span class="tv-label">{esc(d["label"])}</span> '
+                         f'<span class="tv-kind">{kind}</span></div>')
+        return "".join(lines)
+
+    def _cell(self, eqns: list[int], ctx, side: str) -> str:
+        start, stop, partners, selected = ctx
+        marks = self.model.marks
+        out = []
+        for i, before, tail in self._parts(eqns, side):
+            cls = ("tv-current" if start <= i < stop else "tv-future" if i >= stop else "tv-done")
+            if i in partners:
+                cls += " tv-partner"
+            if i == selected:
+                cls += " tv-sel"
+            badges = ""
+            if i in marks:
+                badges = "".join(_badge(k) for k in marks[i])
+                cls += " tv-failed" if any(k.status == "fail" for k in marks[i]) else " tv-warned"
+            out.append(f'{before}<div class="tv-eq {cls}"{tail}{badges}</div>')
+        return "".join(out)
+
+    def _parts(self, eqns: list[int], side: str) -> list:
+        """Per equation of a cell: the group header before it (if a group starts) and its
+        attributes and text: everything that does not depend on the cursor, made once."""
+        key = (eqns[0], side) if eqns else None
+        parts = self._cells.get(key)
+        if parts is None:
+            m = self.model
+            parts, group = [], None
+            for i in eqns:
+                o = m.eqns[i].origin
+                g = (o.kind in BACKWARD_BLOCK, repr(o.of)) if side == "backward" else repr(o.of)
+                header = _group_header(m, i, side, len(eqns)) if g != group else None
+                group = g
+                before = f'<div class="tv-block-h">{esc(header)}</div>' if header else ""
+                first = esc(repr(m.eqns[i].outputs[0]))
+                parts.append((i, before, f' data-eq="{i}" data-var="{first}">{self.line(i)}'))
+            self._cells[key] = parts
+        return parts
+
+
+def _group_header(m: DebugModel, i: int, side: str, n: int) -> str | None:
+    e = m.eqns[i]
+    o = e.origin
+    if side == "backward":
+        if o.kind in BACKWARD_BLOCK:
+            return f"pullback of {o.of!r} ({o.rule})"
+        return None
+    if n > 1 and o.of is not None:
+        return f"rule {o.rule} \u2192 {o.of!r}"
+    return None
+
+
+def _badge(mark) -> str:
+    sign = "\u2717" if mark.status == "fail" else "\u26a0"
+    text = f"{sign} {mark.check}" + (f" of #{mark.eqn}" if mark.partner else "")
+    title = mark.message + (f" (found on equation #{mark.eqn}, this one's partner)" if mark.partner else "")
+    return f'<span class="tv-badge tv-{esc(mark.status)}" title="{esc(title)}">{esc(text)}</span>'
+
+
+# -- residuals -----------------------------------------------------------------------------------
+
+def residuals_html(model: DebugModel, listing: Listing, rows_each_side: int = 30) -> str:
+    table = model.residual_table()
+    if not table:
+        return '<div class="tv-residuals tv-empty">The backward pass reads no forward value.</div>'
+    step = model.step
+    index = model.residual_order
+    reads = [index[repr(x)] for e in model.eqns[step.start:step.stop] for x in e.inputs
+             if type(x) is Var and repr(x) in index]
+    if model.selected in index:
+        focus = index[model.selected]
+    elif reads:
+        focus = min(reads)
+    else:                                 # the first made at or after the cursor
+        focus = min(bisect.bisect_left(model.residual_firsts, step.start), len(table) - 1)
+    lo, hi = max(0, focus - rows_each_side), min(len(table), focus + rows_each_side + 1)
+    n_eqns = len(model.eqns)
+    total = model.residual_bytes
+    rows = []
+    for r in table[lo:hi]:
+        live = r["first"] <= step.start <= r["last"]
+        first = f"step {model.step_of(r['first']) + 1}" if r["first"] >= 0 else "start"
+        last = f"step {model.step_of(r['last']) + 1}" if r["last"] >= 0 else "never read"
+        left, width = max(r["first"], 0) / n_eqns * 100, (r["last"] - max(r["first"], 0) + 1) / n_eqns * 100
+        producer = "input" if r["producer"] is None else f"#{r['producer']} {model.eqns[r['producer']].prim.name}"
+        consumers = ", ".join(f"#{c}" for c in r["consumers"][:6]) + (" \u2026" if len(r["consumers"]) > 6 else "")
+        cls = ' class="tv-live"' if live else ""
+        rows.append(f'<tr{cls} data-var="{esc(r["name"])}"><td>{listing.var(r["name"])} '
+                    f'<span class="tv-label">{esc(r["label"])}</span></td><td>{esc(r["aval"])}</td>'
+                    f'<td class="tv-num">{r["bytes"]:,}</td><td>{esc(producer)}</td><td>{esc(consumers)}</td>'
+                    f'<td>{first} \u2192 {last}<div class="tv-life"><span style="left:{left:.2f}%;'
+                    f'width:{max(width, 0.5):.2f}%"></span><i style="left:{step.start / n_eqns * 100:.2f}%"></i>'
+                    f'</div></td></tr>')
+    more = f" (rows {lo + 1}\u2013{hi} shown, around the cursor)" if hi - lo < len(table) else ""
+    return (f'<div class="tv-residuals"{attr("data-count", len(table))}{onclick(PICK_JS)}>'
+            f'<div class="tv-caption">{len(table)} residuals, {total:,} bytes kept from the forward '
+            f'pass for the backward pass{more}; highlighted: live at the cursor</div>'
+            '<table class="tv-table"><thead><tr><th>residual</th><th>shape</th><th>bytes</th><th>producer</th>'
+            f'<th>consumers</th><th>lifetime</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
+
+
+# -- closure versus lifted -----------------------------------------------------------------------
+
+def closure_html(model: DebugModel, listing: Listing, comparison, name: str | None) -> str:
+    if comparison is None:
+        what = f"{esc(name)} is not the output of a differentiated rule instance" if name else "nothing selected"
+        return (f'<div class="tv-closure-panel" data-instance="">Select an equation of a differentiated '
+                f'rule instance to compare its closure and lifted pullbacks ({what}).</div>')
+    c = comparison
+    inst = c.instance
+    head = (f'<div class="tv-closure-h">rule <b>{esc(inst.prim.name)}</b> for {listing.var(inst.name)}'
+            f' at <code>{esc(inst.source or "?")}</code></div>')
+    if c.fallback:
+        head += (f'<div class="tv-fallback">opaque fallback: this rule could not be lifted, so its pullback '
+                 f'runs as a closure in the tape too. Reason: {esc(c.fallback)}</div>')
+    block = "".join(f'<div class="tv-eq" data-var="{esc(repr(model.eqns[i].outputs[0]))}">{listing.line(i)}</div>'
+                    for i in c.block) or '<div class="tv-eq">(no equations: the cotangents pass through)</div>'
+    if c.error:
+        verdict = f'<div class="tv-verdict tv-bad">the closure form raised {esc(c.error)}</div>'
+    else:
+        verdict = (f'<div class="tv-verdict {"tv-good" if c.ok else "tv-bad"}">'
+                   f'{"closure and lifted agree" if c.ok else "closure and lifted DIFFER"} '
+                   f'(relative tolerance {c.tolerance:.1e})</div>')
+    rows = "".join(
+        f'<tr class="{"tv-ok" if r.ok else "tv-bad"}"><td>{_operand(listing, r.operand)}</td>'
+        f'<td>{esc(_short(r.closure))}</td><td>{listing.var(r.lifted_var) if r.lifted_var else "template"}: '
+        f'{esc(_short(r.lifted))}</td><td class="tv-num">{_num(r.max_abs)}</td>'
+        f'<td class="tv-num">{_num(r.max_rel)}</td>'
+        f'<td>{CHECK if r.ok else CROSS}</td></tr>' for r in c.rows)
+    helpers = "".join(f'<div class="tv-caption">made from</div><pre>{esc(h)}</pre>' for h in c.helpers)
+    return (f'<div class="tv-closure-panel"{attr("data-instance", inst.name)}{attr("data-ok", str(c.ok).lower())}'
+            f'{attr("data-fallback", str(bool(c.fallback)).lower())}{onclick(PICK_JS)}>{head}{verdict}'
+            '<table class="tv-table"><thead><tr><th>operand</th><th>closure cotangent</th><th>lifted cotangent</th>'
+            f'<th>max |diff|</th><th>max rel</th><th></th></tr></thead><tbody>{rows}</tbody></table>'
+            '<div class="tv-src"><div><div class="tv-caption">rule source</div>'
+            f'<pre>{esc(c.rule_source)}</pre>{helpers}</div>'
+            '<div><div class="tv-caption">pullback closure source</div>'
+            f'<pre>{esc(c.pullback_source or "(not reached)")}</pre></div></div>'
+            f'<div class="tv-caption">lifted pullback: {len(c.block)} equation(s) in the tape</div>'
+            f'<div class="tv-lifted">{block}</div></div>')
+
+
+def _operand(listing: Listing, operand: str) -> str:
+    return listing.var(operand) if operand in listing.model.var_attrs else esc(operand)
+
+
+def _num(x) -> str:
+    return "shape mismatch" if x is None else f"{x:.3g}"
+
+
+def _short(a) -> str:
+    if a is None:
+        return "none (zero)"
+    return f"{np.shape(a)} {summarize(a)}"

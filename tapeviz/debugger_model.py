@@ -1,0 +1,348 @@
+"""The debugger's state, without widgets: the steps of a gradient tape at two granularities, the
+rows that pair each forward rule instance with its pullback block, the cursor, the selection,
+check results, and everything derived from them (partners, what a step writes, the phase line).
+
+Everything per equation is computed once, when the model is built; a step or a selection only
+moves indices, so the view can redraw a window of a 10,000-equation tape in milliseconds.
+
+Vocabulary: an *instance* is one firing of a rule, named by its first output (``%9``); its
+forward *body* is the equations with ``Origin("primal", of=%9)`` and its pullback *block* those
+with ``Origin("pullback" | "project", of=%9)``. A *step* is a run of equations the cursor moves
+over at once: an instance body or a pullback block ("pullback" granularity), or one equation
+("primitive" granularity); fan-in accumulation, the seed and structural zeros are steps of their
+own at both. A *row* pairs an instance body (left) with the backward equations about its
+outputs: its pullback block and the fan-in sums and zeros of its cotangents (right).
+"""
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from ad.tape import Var
+
+from .graph import BACKWARD_BLOCK, annotate, node_of, to_networkx, values_of
+
+GRANULARITIES = ("pullback", "primitive")
+
+
+class Step(NamedTuple):
+    phase: str            # "forward" or "backward"
+    kind: str             # the equations' origin: primal, pullback, accumulate, seed, zeros
+    start: int            # equation indices [start, stop)
+    stop: int
+    of: str | None        # the forward variable the step belongs to
+    rule: str | None
+
+
+class Mark(NamedTuple):
+    """A check result pinned on an equation; ``partner`` when it is about equation ``eqn`` on
+    the other side (a forward rule instance and its pullback block share their findings)."""
+    status: str           # "fail" or "warn"
+    check: str
+    message: str
+    partner: bool
+    eqn: int              # the equation the check named
+
+
+class Alert(NamedTuple):
+    status: str
+    check: str
+    message: str
+    eqn: int | None       # the first offending equation, if the check names one
+
+
+def build_steps(gt, granularity: str) -> list[Step]:
+    """The steps of a gradient tape at ``granularity`` (see the module docstring)."""
+    if granularity not in GRANULARITIES:
+        raise ValueError(f"granularity={granularity!r}; choose one of {GRANULARITIES}")
+    steps: list[Step] = []
+    last_key = None
+    for i, e in enumerate(gt.eqns):
+        o = e.origin
+        of = repr(o.of) if o.of is not None else None
+        phase = "backward" if o.is_backward else "forward"
+        if granularity == "primitive" or of is None:
+            key = None
+        elif phase == "forward":
+            key = ("body", of)
+        elif o.kind in BACKWARD_BLOCK:
+            key = ("block", of)
+        else:
+            key = None                     # fan-in, seed, zeros: a step each
+        if key is not None and key == last_key:
+            steps[-1] = steps[-1]._replace(stop=i + 1)
+        else:
+            kind = "pullback" if o.kind in BACKWARD_BLOCK else o.kind
+            steps.append(Step(phase, kind, i, i + 1, of, o.rule or e.prim.name))
+        last_key = key
+    return steps
+
+
+@dataclass
+class Row:
+    key: str | None       # the instance's first output; None for the inputs' row
+    forward: list[int]
+    backward: list[int]
+
+
+class DebugModel:
+    """State and precomputed structure of one debugging session (no widgets here).
+
+    gt: the gradient tape (``ad.grad_tape``); args: the arguments it was built at. ``values``
+    holds every variable's value by name, evaluated once.
+    """
+
+    def __init__(self, gt, args):
+        self.gt = gt
+        self.eqns = gt.eqns
+        with np.errstate(all="ignore"):          # NaN and Inf are shown, not warned about
+            self.values = values_of(gt, *args)
+        self.graph = to_networkx(gt, values=self.values)
+        self.var_attrs = {n: d for n, d in self.graph.nodes(data=True) if d["kind"] != "equation"
+                          and d["kind"] != "constant"}
+        self.producer_index = {repr(v): i for i, e in enumerate(gt.eqns) for v in e.outputs}
+        self.steps = {g: build_steps(gt, g) for g in GRANULARITIES}
+        self._starts = {g: [s.start for s in steps] for g, steps in self.steps.items()}
+        self.rows, self.row_of_eqn = self._rows()
+        self.cotangents = self._cotangents()
+        self.residual_order = {r: k for k, r in enumerate(
+            n for n, d in self.var_attrs.items() if d.get("residual"))}
+        self.granularity = "pullback"
+        self.index = 0
+        self.selected: str | None = None
+        self.report = None
+        self.marks: dict[int, list[Mark]] = {}
+        self.alerts: list[Alert] = []
+        self.checks_version = 0
+        self._residual_table: list[dict] | None = None
+
+    # -- structure -------------------------------------------------------------------------
+    def _rows(self) -> tuple[list[Row], list[int]]:
+        rows = [Row(None, [], [])]
+        row_of_var = {repr(v): 0 for v in self.gt.inputs}
+        row_of_eqn = [0] * len(self.eqns)
+        for i, e in enumerate(self.eqns):
+            o = e.origin
+            if o.is_backward:
+                r = row_of_var.get(repr(o.of), 0) if o.of is not None else 0
+                rows[r].backward.append(i)
+            else:
+                key = repr(o.of) if o.of is not None else repr(e.outputs[0])
+                r = row_of_var.get(key)
+                if r is None or rows[r].key != key:
+                    r = len(rows)
+                    rows.append(Row(key, [], []))
+                    row_of_var[key] = r
+                rows[r].forward.append(i)
+                for v in e.outputs:
+                    row_of_var.setdefault(repr(v), r)
+            row_of_eqn[i] = r
+        return rows, row_of_eqn
+
+    def _cotangents(self) -> dict[str, str]:
+        """Forward variable -> the variable holding its total cotangent (absent: none flows)."""
+        out = {}
+        for v, c in self.gt.meta.get("cotangents", {}).items():
+            if type(c) is Var:
+                out[repr(v)] = repr(c)
+        for n, d in self.var_attrs.items():          # structural zeros, returned gradients
+            of = d.get("cotangent_of")
+            if of is not None and of not in out:
+                out[of] = n
+        return out
+
+    # -- cursor ----------------------------------------------------------------------------
+    @property
+    def step_list(self) -> list[Step]:
+        return self.steps[self.granularity]
+
+    @property
+    def step(self) -> Step:
+        return self.step_list[self.index]
+
+    @property
+    def n_steps(self) -> int:
+        return len(self.step_list)
+
+    def step_of(self, eqn: int, granularity: str | None = None) -> int:
+        """The step (at ``granularity``, default the current one) that runs equation ``eqn``."""
+        return bisect.bisect_right(self._starts[granularity or self.granularity], eqn) - 1
+
+    def step_to(self, i: int) -> int:
+        n = self.n_steps
+        if not -n <= i < n:
+            raise IndexError(f"step {i} is out of range: this tape has {n} steps at "
+                             f"{self.granularity!r} granularity (0 to {n - 1})")
+        self.index = i % n
+        return self.index
+
+    def set_granularity(self, granularity: str) -> None:
+        """Switch granularity, keeping the cursor on the equation it is at."""
+        if granularity not in GRANULARITIES:
+            raise ValueError(f"granularity={granularity!r}; choose one of {GRANULARITIES}")
+        eqn = self.step.start
+        self.granularity = granularity
+        self.index = self.step_of(eqn)
+
+    @property
+    def current(self) -> str:
+        """The ``%n`` name of the current step's first equation's first output."""
+        return repr(self.eqns[self.step.start].outputs[0])
+
+    def written(self, step: Step | None = None) -> list[str]:
+        """The variables a step writes: what changed since the previous step."""
+        step = step or self.step
+        return [repr(v) for e in self.eqns[step.start:step.stop] for v in e.outputs]
+
+    def title(self, step: Step | None = None) -> str:
+        """What a step does, in words: "pullback of %9 (matmul)"."""
+        step = step or self.step
+        e = self.eqns[step.start]
+        n = step.stop - step.start
+        if step.phase == "forward":
+            body = self.rows[self.row_of_eqn[step.start]]
+            out = step.of or repr(e.outputs[0])
+            text = f"{step.rule} \u2192 {out}"
+            if len(body.forward) > 1:
+                text = f"rule {text}"
+                if n == 1:
+                    k = body.forward.index(step.start) + 1
+                    text += f", equation {k} of {len(body.forward)}: {e.prim.name}"
+            return text + (f" ({n} equations)" if n > 1 else "")
+        if step.kind == "pullback":
+            text = f"pullback of {step.of} ({step.rule})"
+            if n == 1:
+                block = [i for i in self.rows[self.row_of_eqn[step.start]].backward
+                         if self.eqns[i].origin.kind in BACKWARD_BLOCK]
+                if len(block) > 1:
+                    text += f", equation {block.index(step.start) + 1} of {len(block)}: {e.prim.name}"
+            return text + (f" ({n} equations)" if n > 1 else "")
+        if step.kind == "accumulate":
+            return f"fan-in: accumulate cotangent of {step.of}"
+        return e.origin.describe()
+
+    def phase_line(self) -> str:
+        """"backward, step 14 of 52: pullback of %9 (matmul)"."""
+        return f"{self.step.phase}, step {self.index + 1} of {self.n_steps}: {self.title()}"
+
+    # -- selection -------------------------------------------------------------------------
+    def select(self, name: str | None) -> str | None:
+        """Select a variable by name ("%7"; "eq/%7" names its equation's first output)."""
+        if name is None:
+            self.selected = None
+            return None
+        name = str(name).strip().removeprefix("eq/")
+        if name not in self.var_attrs:
+            raise KeyError(f"{name!r} is not a variable of this tape; variables are named "
+                           f"'%0' to '%{len(self.var_attrs) - 1}' as in the listing")
+        self.selected = name
+        return name
+
+    @property
+    def focus(self) -> str:
+        """What the inspector shows: the selection, else the current step's first result."""
+        return self.selected or self.current
+
+    def partners(self, name: str | None = None) -> tuple[set[int], set[str]]:
+        """The equations (and residual variables) on the other side of a variable's equation:
+        a forward equation's pullback block and fan-ins; a backward equation's forward origin
+        and the residuals it reads; an input's gradient equations and readers."""
+        name = name or self.selected
+        if name is None:
+            return set(), set()
+        p = self.producer_index.get(name)
+        if p is None:                                    # an input
+            readers = {self.graph.nodes[s]["index"] for s, e in self.graph.succ[name].items()
+                       if e["kind"] == "residual"}
+            own = {i for i in self.rows[0].backward if repr(self.eqns[i].origin.of) == name}
+            return readers | own, set()
+        row = self.rows[self.row_of_eqn[p]]
+        if not self.eqns[p].origin.is_backward:
+            return set(row.backward), set()
+        reads = {repr(x) for x in self.eqns[p].inputs if type(x) is Var}
+        residuals = {r for r in reads if self.var_attrs[r].get("residual")
+                     and self.var_attrs[r]["phase"] == "forward"}
+        eqns = set(row.forward) | {self.producer_index[r] for r in residuals if r in self.producer_index}
+        return eqns, residuals
+
+    def instance_of(self, name: str) -> str | None:
+        """The rule instance (its first output) a variable's equation belongs to."""
+        p = self.producer_index.get(name)
+        if p is None:
+            return None
+        o = self.eqns[p].origin
+        if o.of is not None:
+            return repr(o.of)
+        return name if not o.is_backward else None
+
+    # -- checks ----------------------------------------------------------------------------
+    def set_report(self, report) -> None:
+        """Pin a check report on the tape: marks on equations (both sides), alerts, graph colours."""
+        for node, *_ in self.graph.graph["failures"]:
+            if node is not None:
+                self.graph.nodes[node].pop("failures", None)
+        self.graph.graph["failures"] = []
+        annotate(self.graph, report)
+        self.report = report
+        self.marks, self.alerts = {}, []
+        results = [c for c in report.checks if c.status in ("fail", "warn")]
+        for r in getattr(report, "equations", ()):
+            results += [c for c in r.checks if c.status in ("fail", "warn")]
+        culprit = getattr(getattr(report, "culprit", None), "equation", None)
+        culprit_eqn = self.eqn_named(culprit)
+        for c in sorted(results, key=lambda c: c.status != "fail"):
+            eqn = self.eqn_named(c.equation)
+            if eqn is not None:
+                self._mark(eqn, c)
+            self.alerts.append(Alert(c.status, c.name, c.message, eqn if eqn is not None else culprit_eqn))
+        self.checks_version += 1
+
+    def _mark(self, eqn: int, c) -> None:
+        self.marks.setdefault(eqn, []).append(Mark(c.status, c.name, c.message, False, eqn))
+        row = self.rows[self.row_of_eqn[eqn]]
+        other = row.backward if not self.eqns[eqn].origin.is_backward else row.forward
+        if other:
+            self.marks.setdefault(other[0], []).append(Mark(c.status, c.name, c.message, True, eqn))
+
+    def eqn_named(self, ref) -> int | None:
+        """The index of the equation a check names ("%9:f64[8,3] = matmul %8 %2"), if any."""
+        node = node_of(self.graph, ref) if ref else None
+        if node is None:
+            return None
+        d = self.graph.nodes[node]
+        return d["index"] if d["kind"] == "equation" else None
+
+    def target_of(self, eqn: int) -> int:
+        """Where an alert about equation ``eqn`` takes the cursor: a forward rule instance's
+        pullback block (where its wrong cotangents are made), else the equation itself."""
+        row = self.rows[self.row_of_eqn[eqn]]
+        if not self.eqns[eqn].origin.is_backward:
+            block = [i for i in row.backward if self.eqns[i].origin.kind in BACKWARD_BLOCK]
+            if block:
+                return block[0]
+        return eqn
+
+    # -- residuals -------------------------------------------------------------------------
+    def residual_table(self) -> list[dict]:
+        """Every forward value the backward pass reads: shape, bytes, producer, consumers and the
+        equations between which it must be kept (its lifetime). Built once."""
+        if self._residual_table is not None:
+            return self._residual_table
+        out = self._residual_table = []
+        for name in self.residual_order:
+            d = self.var_attrs[name]
+            readers = sorted(self.graph.nodes[s]["index"] for s, e in self.graph.succ[name].items()
+                             if e["kind"] == "residual")
+            producer = self.producer_index.get(name)
+            value = self.values.get(name)
+            nbytes = value.nbytes if isinstance(value, np.ndarray) else np.asarray(value).nbytes
+            out.append({"name": name, "label": d["label"], "aval": d["aval"], "bytes": int(nbytes),
+                        "producer": producer, "consumers": readers,
+                        "first": producer if producer is not None else -1,
+                        "last": readers[-1] if readers else -1})
+        self.residual_firsts = [r["first"] for r in out]     # ascending: residuals in tape order
+        self.residual_bytes = sum(r["bytes"] for r in out)
+        return out

@@ -1,0 +1,148 @@
+"""The value inspector: a variable's card (shape, dtype, statistics, a heatmap, NaN/Inf marked)
+beside the card of its cotangent (or, for a cotangent, of its primal).
+
+The heatmap is an HTML table with one coloured cell per element (a corner of big arrays):
+blue for negative, red for positive, white for zero, scaled by the largest finite magnitude;
+NaN cells are magenta and infinities black, so they cannot be missed.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .debugger_html import attr, esc
+from .debugger_model import DebugModel
+
+MAX_CELLS = (24, 32)                   # rows, columns of the heatmap
+NAN, POS_INF, NEG_INF = "#d946ef", "#111827", "#111827"
+SEP = " \u00b7 "
+KINDS = {"input": "input (not differentiated)", "parameter": "differentiated input",
+         "intermediate": "forward value", "residual": "residual (kept for the backward pass)",
+         "output": "output", "cotangent": "backward value"}
+
+
+def inspector_html(model: DebugModel, var_html) -> str:
+    """Cards for the focused variable (the selection, else the current step's first result)
+    and its partner: the cotangent of a forward value, the primal of a cotangent."""
+    name = model.focus
+    d = model.var_attrs[name]
+    if d["phase"] == "forward":
+        partner = model.cotangents.get(name)
+        role = "cotangent"
+        missing = "no cotangent reaches it (it does not influence the output, or is not differentiated)"
+    else:
+        partner = d.get("cotangent_of") or _of(model, name)
+        role = "primal"
+        p = model.producer_index.get(name)
+        missing = (f"a temporary of the {model.eqns[p].origin.describe()}" if p is not None
+                   else "a cotangent input")
+    cards = [card(model, name, "value", var_html)]
+    cards.append(card(model, partner, role, var_html) if partner else
+                 f'<div class="tv-card tv-card-empty"><div class="tv-card-h">{role}</div>{esc(missing)}</div>')
+    return (f'<div class="tv-value"{attr("data-var", name)}{attr("data-partner", partner or "")}>'
+            f'{"".join(cards)}</div>')
+
+
+def _of(model: DebugModel, name: str) -> str | None:
+    p = model.producer_index.get(name)
+    o = model.eqns[p].origin if p is not None else None
+    return repr(o.of) if o is not None and o.of is not None and o.kind in ("accumulate", "seed", "zeros") else None
+
+
+def card(model: DebugModel, name: str, role: str, var_html) -> str:
+    d = model.var_attrs[name]
+    value = model.values.get(name)
+    p = model.producer_index.get(name)
+    facts = [esc(d["aval"]), esc(KINDS.get(d["kind"], d["kind"]))]
+    if d["label"]:
+        facts.insert(0, f'<span class="tv-label">{esc(d["label"])}</span>')
+    if d["output"]:
+        facts.append(f'<span class="tv-out">\u2192 {esc(d["output"])}</span>')
+    when = ""
+    if p is not None:
+        made = model.step_of(p) + 1
+        facts.append(f"made by #{p} {esc(model.eqns[p].prim.name)}, step {made}")
+        if p >= model.step.stop:
+            when = '<div class="tv-note">not computed yet at the cursor: shown as it will be</div>'
+        elif model.step.start <= p:
+            when = '<div class="tv-note tv-just">written by this step</div>'
+    return (f'<div class="tv-card"{attr("data-role", role)}{attr("data-var", name)}>'
+            f'<div class="tv-card-h">{esc(role)} {var_html(name)} {SEP.join(facts)}</div>{when}'
+            f'{stats_html(value)}{heatmap_html(value)}</div>')
+
+
+def stats_html(value) -> str:
+    if value is None or callable(value):
+        return '<div class="tv-note">an opaque closure handle (no array)</div>'
+    a = np.asarray(value)
+    if a.dtype == object or a.size == 0:
+        return f'<div class="tv-note">{esc(a.dtype)} array of size {a.size}</div>'
+    cells = [("dtype", str(a.dtype)), ("shape", str(a.shape))]
+    if a.dtype == bool:
+        cells.append(("true", f"{int(a.sum())} of {a.size}"))
+    elif np.issubdtype(a.dtype, np.number):
+        mag = np.abs(a) if np.iscomplexobj(a) else a
+        finite = mag[np.isfinite(mag)] if np.issubdtype(mag.dtype, np.inexact) else mag
+        if finite.size:
+            cells += [("min", f"{finite.min():.4g}"), ("max", f"{finite.max():.4g}"),
+                      ("mean", f"{finite.mean():.4g}"), ("std", f"{finite.std():.4g}")]
+        if np.issubdtype(mag.dtype, np.inexact):
+            n_nan, n_inf = int(np.isnan(mag).sum()), int(np.isinf(mag).sum())
+            cells += [("NaN", str(n_nan)), ("Inf", str(n_inf))]
+    bad = {k for k, v in cells if k in ("NaN", "Inf") and v != "0"}
+    body = "".join(f'<span class="{"tv-bad" if k in bad else ""}"><b>{esc(k)}</b> {esc(v)}</span>'
+                   for k, v in cells)
+    return f'<div class="tv-stats">{body}</div>'
+
+
+def heatmap_html(value) -> str:
+    """A small rendering: the number for a scalar, coloured cells for 1-D and 2-D arrays (higher
+    dimensions are shown as 2-D, the leading axes flattened)."""
+    if value is None or callable(value):
+        return ""
+    a = np.asarray(value)
+    if a.dtype == object or a.size == 0 or not np.issubdtype(a.dtype, np.number) and a.dtype != bool:
+        return ""
+    if np.iscomplexobj(a):
+        a = np.abs(a)
+    a = a.astype(np.float64)
+    if a.ndim == 0:
+        return f'<div class="tv-scalar"{attr("data-value", repr(float(a)))}>{esc(f"{float(a):.6g}")}</div>'
+    grid = a.reshape(1, -1) if a.ndim == 1 else a.reshape(-1, a.shape[-1])
+    rows, cols = min(grid.shape[0], MAX_CELLS[0]), min(grid.shape[1], MAX_CELLS[1])
+    shown = grid[:rows, :cols]
+    colours = _colours(shown, grid)
+    body = []
+    for i in range(rows):
+        cells = []
+        for j in range(cols):
+            x = shown[i, j]
+            index = f"[{j}]" if a.ndim == 1 else f"[{i},{j}]"
+            cls = ' class="tv-nan"' if np.isnan(x) else ' class="tv-inf"' if np.isinf(x) else ""
+            cells.append(f'<td{cls} style="background:{colours[i][j]}" title="{index} = {x:.6g}"></td>')
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    note = ""
+    if grid.shape != shown.shape or a.ndim > 2:
+        note = (f'<div class="tv-note">showing {rows}\u00d7{cols} of {esc(a.shape)}'
+                f'{" (leading axes flattened)" if a.ndim > 2 else ""}</div>')
+    scale = np.abs(grid[np.isfinite(grid)]).max(initial=0.0)
+    legend = (f'<div class="tv-scale"><span class="tv-neg">\u2212{scale:.3g}</span> 0 '
+              f'<span class="tv-pos">+{scale:.3g}</span>; NaN <span class="tv-key tv-nan"></span> '
+              f'Inf <span class="tv-key tv-inf"></span></div>')
+    return f'<table class="tv-heat">{"".join(body)}</table>{note}{legend}'
+
+
+def _colours(shown: np.ndarray, grid: np.ndarray) -> list[list[str]]:
+    """Hex colours, computed for the whole block at once."""
+    finite = np.isfinite(grid)
+    scale = np.abs(grid[finite]).max(initial=0.0) or 1.0
+    t = np.clip(np.nan_to_num(shown / scale, nan=0.0, posinf=0.0, neginf=0.0), -1, 1)
+    white = np.array([255.0, 255.0, 255.0])
+    red, blue = np.array([220.0, 38.0, 38.0]), np.array([37.0, 99.0, 235.0])
+    rgb = np.where(t[..., None] >= 0, white + (red - white) * t[..., None], white + (blue - white) * -t[..., None])
+    rgb = np.rint(rgb).astype(int)
+    out = [[f"#{r:02x}{g:02x}{b:02x}" for r, g, b in row] for row in rgb.tolist()]
+    for i, j in zip(*np.nonzero(np.isnan(shown))):
+        out[i][j] = NAN
+    for i, j in zip(*np.nonzero(np.isinf(shown))):
+        out[i][j] = POS_INF if shown[i, j] > 0 else NEG_INF
+    return out

@@ -1,0 +1,47 @@
+"""A 10,000-equation tape: only a window of rows around the cursor is drawn, and the graph pane
+is a neighbourhood, so what a step sends to the browser does not grow with the tape."""
+import re
+
+import numpy as np
+import pytest
+
+import tapeviz
+from debug_programs import loop
+
+
+@pytest.fixture(scope="module")
+def big():
+    dbg = tapeviz.debug(loop, np.ones(3), 1250, rows=40)
+    assert len(dbg.model.eqns) >= 10_000
+    return dbg
+
+
+def rows_drawn(markup: str) -> list[int]:
+    return [int(r) for r in re.findall(r'<tr class="tv-row[^"]*" data-row="(\d+)"', markup)]
+
+
+def test_only_a_window_of_rows_is_drawn(big):
+    for step in (0, big.n_steps // 3, big.n_steps - 1):
+        big.step_to(step)
+        rows = rows_drawn(big.listing.value)
+        cursor = big.model.row_of_eqn[big.model.step.start]
+        assert rows == list(range(max(0, cursor - 40), min(len(big.model.rows), cursor + 41)))
+        assert f'data-row="{cursor}"' in big.listing.value
+        assert len(big.listing.value) < 120_000
+
+
+def test_graph_pane_and_residuals_stay_small(big):
+    big.step_to(big.n_steps // 2)
+    assert 0 < big.graph_svg.count('class="node"') < 60
+    residual_rows = re.findall(r'<tr(?: class="tv-live")? data-var=', big.residuals.value)
+    assert 0 < len(residual_rows) <= 61 and len(big.model.residual_table()) > 1000
+
+
+def test_primitive_granularity_on_a_big_tape(big):
+    big.step_to(big.n_steps // 2)
+    start = big.model.step.start
+    big.set_granularity("primitive")
+    assert big.n_steps == len(big.model.eqns) and big.model.step.start == start
+    big.next()
+    assert big.model.step.start == start + 1
+    big.set_granularity("pullback")

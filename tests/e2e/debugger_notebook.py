@@ -1,0 +1,58 @@
+"""The notebook the browser tests open: a debugger on the built-in MLP whose tanh rule has the
+wrong sign (registered with ``ad.using_rule`` while the debugger is built, as a user chasing a
+bug would), with a parameter named by a hostile dict key to prove every label is escaped.
+
+``python tests/e2e/debugger_notebook.py OUT.ipynb`` writes it; the fixtures write it into a
+throw-away folder for each run.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+HOSTILE = '<b>&"x{|}'
+NOTEBOOK = "debugger_demo.ipynb"
+
+CELL = r'''
+import numpy as np
+import ad
+import tapeviz
+from ad.examples import mlp_example, mlp_loss
+
+HOSTILE = HOSTILE_REPR
+
+
+def loss(params, x, y):
+    return mlp_loss(params["mlp"], x, y) + 1e-3 * np.sum(params[HOSTILE] ** 2)
+
+
+def tanh_wrong_sign(x):
+    y = np.tanh(x)
+    return y, lambda dy: (-dy * (1 - y * y),)
+
+
+mlp, x, y = mlp_example()
+with ad.using_rule(np.tanh, tanh_wrong_sign):
+    dbg = tapeviz.debug(loss, {"mlp": mlp, HOSTILE: np.ones(3)}, x, y)
+dbg
+'''.strip().replace("HOSTILE_REPR", repr(HOSTILE))
+
+
+def make_notebook(path) -> Path:
+    nb = new_notebook(
+        cells=[new_markdown_cell("# Debugging an MLP whose tanh rule has the wrong sign\n\n"
+                                 "Step with *next*, press *run checks* to find the culprit."),
+               new_code_cell(CELL)],
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)",
+                                 "language": "python"},
+                  "language_info": {"name": "python"}})
+    path = Path(path)
+    nbformat.write(nb, path)
+    return path
+
+
+if __name__ == "__main__":
+    print(make_notebook(sys.argv[1] if len(sys.argv) > 1 else NOTEBOOK))

@@ -1,0 +1,126 @@
+"""The notebooks as stored, executed and rendered: each runs without errors in a fresh kernel,
+and the render command writes a page for each that loads nothing from the network."""
+from __future__ import annotations
+
+import html
+from html.parser import HTMLParser
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from tapeviz.notebooks import MANAGER_URL, NotebookError, execute, find_notebooks, main, title
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS = find_notebooks([ROOT / "notebooks"])
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
+def test_the_course_has_its_six_notebooks():
+    assert [p.name[:3] for p in NOTEBOOKS] == ["01_", "02_", "03_", "04_", "05_", "06_"]
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_is_stored_clean(notebook):
+    nb = nbformat.read(notebook, as_version=4)
+    nbformat.validate(nb)
+    assert nb.metadata["kernelspec"]["name"] == "python3"
+    assert "widgets" not in nb.metadata
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None, cell.source[:60]
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_executes_without_errors(site, notebook):
+    nb = site.executed(notebook)
+    errors = [(i, o) for i, c in enumerate(nb.cells) if c.cell_type == "code"
+              for o in c.outputs if o.output_type == "error"]
+    assert not errors, "\n".join(f"cell {i}: {o.ename}: {o.evalue}\n" + "\n".join(o.traceback)
+                                 for i, o in errors)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert all(c.execution_count is not None for c in code), "not every cell ran"
+    assert any(c.outputs for c in code)
+
+
+def test_render_command_writes_a_page_per_notebook(site):
+    assert site.status == 0, site.stderr
+    for notebook in NOTEBOOKS:
+        text = site.page(notebook).read_text(encoding="utf-8")
+        heading = title(nbformat.read(notebook, as_version=4))
+        assert text.startswith("<!DOCTYPE html>") and f"<title>{html.escape(heading)}</title>" in text
+    tour = site.page(NOTEBOOKS[0]).read_text(encoding="utf-8")
+    assert f'href="{NOTEBOOKS[1].stem}.html"' in tour and ".ipynb\"" not in tour   # pages link pages
+    index = (site.out / "index.html").read_text(encoding="utf-8")
+    assert all(f'href="{n.stem}.html"' in index for n in NOTEBOOKS)
+    manager = site.out / MANAGER_URL
+    assert manager.is_file() and (manager.parent / "LICENSE").is_file()
+
+
+def test_widget_state_is_embedded_with_the_local_manager(site):
+    """A page with widget views carries their state and loads the vendored manager."""
+    with_widgets = [n for n in NOTEBOOKS if any(
+        WIDGET_VIEW in o.get("data", {}) for c in site.executed(n).cells for o in c.get("outputs", ()))]
+    assert with_widgets, "no notebook displays a widget (the debugger)"
+    for notebook in with_widgets:
+        state = site.executed(notebook).metadata["widgets"][WIDGET_STATE]["state"]
+        page = site.page(notebook).read_text(encoding="utf-8")
+        assert f'<script type="{WIDGET_STATE}">' in page and state
+        assert f'<script src="{MANAGER_URL}"></script>' in page
+    tour = site.executed(NOTEBOOKS[0]).metadata["widgets"][WIDGET_STATE]["state"]
+    roots = [m for m in tour.values() if "tv-root" in m["state"].get("_dom_classes", ())]
+    assert len(roots) == 1, "the tour embeds one debugger"
+
+
+class _Resources(HTMLParser):
+    """Every URL a page would fetch by itself: script, link, img, iframe, source, object."""
+
+    def __init__(self):
+        super().__init__()
+        self.urls: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        for key in ("src", "href", "data") if tag != "a" else ():
+            if attrs.get(key):
+                self.urls.append(attrs[key])
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_page_fetches_only_relative_urls(site, notebook):
+    parser = _Resources()
+    parser.feed(site.page(notebook).read_text(encoding="utf-8"))
+    remote = [u for u in parser.urls if "//" in u.split("#")[0] and not u.startswith("data:")]
+    assert not remote, remote
+
+
+def test_render_names_the_failing_cell_and_still_writes_the_page(tmp_path, capsys):
+    nb = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell("x = 1"), nbformat.v4.new_code_cell("1 / (x - 1)")],
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
+    path = tmp_path / "broken.ipynb"
+    nbformat.write(nb, path)
+    assert main(["render", str(path), "--out", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert "broken.ipynb: cell 1 (In [2]) raised ZeroDivisionError: division by zero" in err
+    assert "ZeroDivisionError" in (tmp_path / "out" / "broken.html").read_text(encoding="utf-8")
+
+
+def test_a_cell_that_hangs_is_stopped_and_named(tmp_path):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import time; time.sleep(60)")],
+                                  metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                           "language": "python"}})
+    path = tmp_path / "slow.ipynb"
+    nbformat.write(nb, path)
+    with pytest.raises(NotebookError, match=r"slow.ipynb: cell 0 \(In \[1\]\) failed: CellTimeoutError"):
+        execute(path, timeout=2)
+
+
+def test_find_notebooks_explains_a_wrong_path(tmp_path):
+    with pytest.raises(FileNotFoundError, match="not a notebook"):
+        find_notebooks([tmp_path / "missing.ipynb"])
+    with pytest.raises(FileNotFoundError, match="no notebooks"):
+        find_notebooks([tmp_path])
+    assert [p.name for p in NOTEBOOKS] == sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
