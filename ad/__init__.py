@@ -38,5 +38,5 @@ def to_onnx(tape, **kw):
     return export(tape, **kw)
 
 
-from .check import check, check_rule  # noqa: E402
+from .checks import check, check_rule  # noqa: E402
 from . import nn  # noqa: E402,F401  (neural-network functions and their rules)

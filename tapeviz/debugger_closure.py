@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ad.check.settings import exact_rtol
+from ad.checks.settings import exact_rtol
 from ad.lift import lift
 from ad.rrule import project
 from ad.tangents import NoTangent, ZeroTangent, unthunk

@@ -14,6 +14,8 @@ from typing import Callable
 
 import numpy as np
 
+from ad.checks.samples import SHAPES as CHECKER_SHAPES
+
 
 @dataclass(frozen=True)
 class Arg:
@@ -32,14 +34,8 @@ class Spec:
     apart: bool = False       # kinks where values tie: keep elements (or the two args) apart
 
 
-# Shape sets: name -> the shape each Arg.shape key takes.
-SHAPES = {
-    "scalar": {"x": (), "y": ()},
-    "vector": {"x": (4,), "y": (4,)},
-    "matrix": {"x": (3, 4), "y": (3, 4)},
-    "broadcast": {"x": (3, 4), "y": (4,)},
-    "broadcast2": {"x": (3, 1), "y": (1, 4)},
-}
+# Shape sets (name -> the shape each Arg.shape key takes) are the checker's.
+SHAPES = CHECKER_SHAPES
 ELEMENTWISE = ("scalar", "vector", "matrix")
 BINARY = ("scalar", "vector", "matrix", "broadcast", "broadcast2")
 ONE = ("matrix",)

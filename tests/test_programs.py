@@ -6,7 +6,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ad
-from ad.check.fd import directional_derivative
+from ad.checks.fd import directional_derivative
 from ad.passes import optimize
 from ad.tape import validate
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import ad
-from ad.check.fd import dot_product_test
+from ad.checks.fd import dot_product_test
 from ad.lib import PRIMITIVES
 from specs import COMPOSITIONS, SPECS, domains, make_inputs
 

@@ -2,7 +2,7 @@
 import json
 import textwrap
 
-from ad.check.cli import Progress, main
+from ad.checks.cli import Progress, main
 
 MODULE = textwrap.dedent("""
     import numpy as np

@@ -5,8 +5,8 @@ import os
 
 import pytest
 
-from ad.check import gallery
-from ad.check.gallery import GALLERY
+from ad.checks import gallery
+from ad.checks.gallery import GALLERY
 from ad.primitives import lookup
 
 GALLERY_FILE = os.path.abspath(inspect.getsourcefile(gallery))

@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 
 import ad
-from ad.check import check_rule
-from ad.check.library import check_library, uncovered
+from ad.checks import check_rule
+from ad.checks.library import check_library, uncovered
 from ad.lib import PRIMITIVES
 
 
 def test_every_library_primitive_has_sample_inputs():
-    assert uncovered() == [], "add lines for them to ad/check/samples.py SAMPLES"
+    assert uncovered() == [], "add lines for them to ad/checks/samples.py SAMPLES"
 
 
 @pytest.mark.timeout(120)      # the suite's budget for it; the measured duration is recorded

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 import ad
-from ad.check import CheckFailure, check
-from ad.check.settings import PROGRAM_CHECKS
+from ad.checks import CheckFailure, check
+from ad.checks.settings import PROGRAM_CHECKS
 
 
 def mlp(params, x):

@@ -3,9 +3,9 @@ import json
 
 import numpy as np
 
-from ad.check import CheckFailure, CheckResult, RuleReport, check
-from ad.check.fd import directional_derivative, jacobian, max_step, one_sided_derivative, refined
-from ad.check.gallery import GALLERY
+from ad.checks import CheckFailure, CheckResult, RuleReport, check
+from ad.checks.fd import directional_derivative, jacobian, max_step, one_sided_derivative, refined
+from ad.checks.gallery import GALLERY
 
 
 def _hostile():

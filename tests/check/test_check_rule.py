@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import ad
-from ad.check import CheckFailure, check_rule
-from ad.check.gallery import GALLERY
-from ad.check.settings import RULE_CHECKS
+from ad.checks import CheckFailure, check_rule
+from ad.checks.gallery import GALLERY
+from ad.checks.settings import RULE_CHECKS
 from ad.primitives import REGISTRY
 
 

@@ -9,7 +9,7 @@ import pytest
 
 import ad
 import tapeviz
-from ad.check.gallery import GALLERY
+from ad.checks.gallery import GALLERY
 from ad.examples import mlp_loss
 
 

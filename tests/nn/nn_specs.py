@@ -313,7 +313,7 @@ ELSEWHERE = {"dropout": "test_nn_dropout.py", "one_hot": "test_nn_functions.py",
              "batch_norm_update": "test_nn_functions.py", "PRIMITIVES": "test_nn_rules.py (check_rule)"}
 
 
-# -- the primitives, each checked with ad.check.check_rule at one call -------------------------
+# -- the primitives, each checked with ad.checks.check_rule at one call -------------------------
 
 def primitive_calls(rng: np.random.Generator) -> dict[str, tuple]:
     """Primitive name -> (operands, params) of one representative call."""

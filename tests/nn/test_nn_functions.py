@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 import ad
 import ad.nn as nn
-from ad.check.fd import dot_product_test
+from ad.checks.fd import dot_product_test
 
 
 def test_erf_to_a_few_ulps():

@@ -1,7 +1,7 @@
 """Every line of the ad.nn spec table (tests/nn/nn_specs.py): finite differences, the closure /
 lifted / compiled forms agreeing, no opaque fallback, float32 kept float32, PyTorch's forward
-values and gradients (float64), and the program checker (ad.check.check). Every ad.nn
-primitive passes ad.check.check_rule, second order included."""
+values and gradients (float64), and the program checker (ad.checks.check). Every ad.nn
+primitive passes ad.checks.check_rule, second order included."""
 import zlib
 
 import numpy as np
@@ -10,8 +10,8 @@ import torch
 
 import ad
 import ad.nn as nn
-from ad.check import check, check_rule
-from ad.check.fd import dot_product_test
+from ad.checks import check, check_rule
+from ad.checks.fd import dot_product_test
 from ad.tape import validate
 from nn_specs import CASES, ELSEWHERE, domains, draw, primitive_calls
 
@@ -109,7 +109,7 @@ def test_matches_pytorch(case):
 
 @pytest.mark.parametrize("case", PARAMS)
 def test_passes_the_program_checker(case):
-    """ad.check.check on the composition: every recorded equation's rule at its recorded
+    """ad.checks.check on the composition: every recorded equation's rule at its recorded
     values, closure versus lifted, linearity, dtype flow, NaN, residual mutation."""
     rng = _rng(case, "check")
     xs = draw(case, rng)
@@ -124,7 +124,7 @@ def test_every_primitive_has_a_check_case():
 
 @pytest.mark.parametrize("prim", [pytest.param(p, id=p.name) for p in nn.PRIMITIVES])
 def test_primitive_passes_the_rule_checker(prim):
-    """ad.check.check_rule, all checks including second order (the rules of a primitive's
+    """ad.checks.check_rule, all checks including second order (the rules of a primitive's
     pullback are exercised too)."""
     operands, params = primitive_calls(np.random.default_rng(1))[prim.name]
     report = check_rule(prim, *operands, kwargs=params, second_order=True)

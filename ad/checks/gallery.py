@@ -4,7 +4,7 @@ and the check that catches it. Used by the tests and the teaching notebooks.
 Each ``WrongRule`` registers its rule temporarily (``ad.using_rule``) and runs ``check_rule``
 (or ``check`` for a program-level bug):
 
->>> from ad.check.gallery import GALLERY
+>>> from ad.checks.gallery import GALLERY
 >>> report = GALLERY["wrong sign"].run()
 >>> report["fd.dot_product"].status
 'fail'

@@ -172,7 +172,7 @@ def check_rule(f, *args, rule=None, kwargs=None, raise_on_failure: bool = False,
 
     ``f`` is a primitive, a numpy function, an ``@ad.primitive`` function or any callable that
     records exactly one equation; ``rule`` defaults to the registered rule (passing one checks
-    it without registering it). Options: see ``ad.check.settings.Options`` (seed, profile,
+    it without registering it). Options: see ``ad.checks.settings.Options`` (seed, profile,
     severity, directions, second_order, domains, strict_aliasing).
 
     >>> ad.check_rule(np.sin, np.linspace(0, 1, 4)).ok

@@ -29,7 +29,7 @@ def check(f, *args, argnums=None, equations: bool = True, raise_on_failure: bool
     """Check the gradient of ``f`` at ``args`` (all float inputs, or those of ``argnums``).
 
     ``equations=False`` skips the per-equation rule checks (and the culprit search). Options:
-    see ``ad.check.settings.Options``.
+    see ``ad.checks.settings.Options``.
 
     >>> ad.check(lambda x: np.sum(np.sin(x) * x), np.linspace(0, 1, 4)).ok
     True

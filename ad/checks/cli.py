@@ -2,7 +2,7 @@
 
     ad-check --library                         every rule of ad.lib at its sample inputs
     ad-check --library --only sin matmul --profile interface
-    ad-check --gallery                         the wrong rules of ad.check.gallery, each caught
+    ad-check --gallery                         the wrong rules of ad.checks.gallery, each caught
     ad-check mypkg.model:loss --randn 3,4 4    a program at random standard-normal arguments
     ad-check path/to/file.py:f --example path/to/file.py:make_args --rule
 
