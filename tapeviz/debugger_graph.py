@@ -4,7 +4,6 @@ failed checks tinted, drawn by a long-lived ``dot`` and cached per view."""
 from __future__ import annotations
 
 import contextlib
-import re
 import warnings
 from collections import OrderedDict
 
@@ -71,8 +70,8 @@ class GraphPane:
 
     def _render(self, window, current, tint) -> str:
         kind = "html" if choose() == "dot" else "text"      # the WebAssembly Graphviz: text labels
-        source = with_node_ids(to_graphviz(self.model.graph, window=window, current=current, tint=tint,
-                                           legend=False, labels=kind)).source
+        source = to_graphviz(self.model.graph, window=window, current=current, tint=tint,
+                             legend=False, labels=kind).source
         try:
             with graphviz_quiet():
                 text = DOT.svg(source) or render(source).decode()
@@ -86,18 +85,6 @@ class GraphPane:
         with graphviz_quiet():
             return export_bytes(self.model.graph, format, window=window, current=current, tint=tint,
                                 title=title)
-
-
-_NODE = re.compile(r'^\s*"([^"]+)" \[')
-
-
-def with_node_ids(dot):
-    """Give every drawn node an SVG id naming its tape node (``tvn_%7``): Graphviz reads DOT
-    names that start with ``%`` as its own anonymous ids and renumbers them in the SVG's
-    titles, so the drawing could not be mapped back to the tape otherwise."""
-    names = dict.fromkeys(m.group(1) for m in map(_NODE.match, dot.body) if m)
-    dot.body.extend(f'\t"{n}" [id="tvn_{n}"]\n' for n in names)
-    return dot
 
 
 @contextlib.contextmanager

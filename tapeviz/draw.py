@@ -230,6 +230,9 @@ class _Canvas:
         attrs = lb.node_attrs(rows, style, failed=failed, current=bool(mark.get("current")),
                               tint=mark.get("tint"), labels=self.labels)
         attrs["tooltip"] = graphviz.escape(tooltip)
+        # Graphviz reads names starting with "%" as its own anonymous ids and renumbers them in
+        # the SVG's <title>s; the element id keeps the tape's name (for links, clicks, tests)
+        attrs["id"] = f"tvn_{self.ids[n]}"
         self._cluster_of(n).append(f'\t"{self.ids[n]}" {_attr_list(attrs)}\n')
 
     def _cluster_of(self, n: str) -> list:
