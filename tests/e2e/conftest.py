@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -24,15 +23,11 @@ from pathlib import Path
 
 import pytest
 
+from browser import ARTIFACTS, require_chromium
 from debugger_notebook import NOTEBOOK, make_notebook
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "tapeviz-e2e-token"          # fixed: the servers listen on 127.0.0.1 only
-ARTIFACTS = Path(os.environ.get("E2E_ARTIFACTS", ROOT / "test-artifacts"))
-CHROMIUM = os.environ.get("CHROMIUM_PATH") or shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--disable-background-networking", "--disable-component-update", "--no-first-run",
-                 "--disable-sync", "--disable-extensions"]
 SERVER_START_TIMEOUT = 60
 SERVER_STOP_TIMEOUT = 15
 UI_TIMEOUT_MS = 30_000
@@ -137,20 +132,6 @@ class Server:
         self._log.close()
 
 
-def _require_chromium() -> None:
-    if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
-        message = f"Chromium not found at {CHROMIUM} (apt-get install -y chromium)"
-        if os.environ.get("CI"):
-            pytest.fail(message)          # in CI a missing browser is a failure, never a skip
-        pytest.skip(message)
-
-
-@pytest.fixture(scope="session")
-def artifacts() -> Path:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    return ARTIFACTS
-
-
 @pytest.fixture(scope="session")
 def notebook_dir(tmp_path_factory) -> Path:
     """A throw-away folder holding the notebook (Lab autosaves outputs into what it opens)."""
@@ -161,7 +142,7 @@ def notebook_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def lab_server(tmp_path_factory, notebook_dir):
-    _require_chromium()
+    require_chromium()
     home = tmp_path_factory.mktemp("jupyter-home-lab")
     port = free_port()
     argv = [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root",
@@ -176,7 +157,7 @@ def lab_server(tmp_path_factory, notebook_dir):
 
 @pytest.fixture(scope="session")
 def voila_server(tmp_path_factory, notebook_dir):
-    _require_chromium()
+    require_chromium()
     home = tmp_path_factory.mktemp("jupyter-home-voila")
     port = free_port()
     argv = [sys.executable, "-m", "voila", str(notebook_dir / NOTEBOOK), "--no-browser",
@@ -187,22 +168,6 @@ def voila_server(tmp_path_factory, notebook_dir):
                     "/voila/static/voila.js").start()
     yield server
     server.stop()
-
-
-@pytest.fixture(scope="session")
-def browser():
-    _require_chromium()
-    from playwright.sync_api import sync_playwright
-
-    pw = sync_playwright().start()
-    try:
-        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS, timeout=60_000)
-    except Exception:
-        pw.stop()
-        raise
-    yield b
-    b.close()
-    pw.stop()
 
 
 def new_page(browser):

@@ -5,21 +5,13 @@ from __future__ import annotations
 
 import functools
 import http.server
-import os
 import re
-import shutil
 import threading
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = Path(os.environ.get("E2E_ARTIFACTS", ROOT / "test-artifacts"))
-
-CHROMIUM = os.environ.get("CHROMIUM_PATH") or shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--disable-background-networking", "--disable-component-update", "--no-first-run",
-                 "--disable-sync", "--disable-extensions"]
 LOCAL = re.compile(r"^(https?|wss?)://(127\.0\.0\.1|localhost|\[::1\])[:/]|^(data|blob|about):")
 
 
@@ -69,34 +61,6 @@ def server(site):
     httpd.shutdown()
     httpd.server_close()
     thread.join(5)
-
-
-@pytest.fixture(scope="session")
-def artifacts() -> Path:
-    """Where screenshots go (``E2E_ARTIFACTS``, else test-artifacts/ in the repository)."""
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    return ARTIFACTS
-
-
-@pytest.fixture(scope="session")
-def browser():
-    if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
-        message = f"Chromium not found at {CHROMIUM} (apt-get install chromium)"
-        if os.environ.get("CI"):
-            pytest.fail(message)          # in CI a missing browser is a failure, never a skip
-        pytest.skip(message)
-    from playwright.sync_api import sync_playwright
-
-    pw = sync_playwright().start()        # the driver bundled in the wheel; no `playwright install`
-    try:
-        chromium = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS,
-                                      timeout=60_000)
-    except Exception:
-        pw.stop()
-        raise
-    yield chromium
-    chromium.close()
-    pw.stop()
 
 
 @pytest.fixture
