@@ -14,8 +14,8 @@ def mlp_loss_for(xnp):
         for i in range(n_layers):
             z = h @ params[f"W{i}"] + params[f"b{i}"]
             h = xnp.tanh(z) if i < n_layers - 1 else z
-        m = xnp.max(h, axis=1, keepdims=True)
-        logp = h - m - xnp.log(xnp.sum(xnp.exp(h - m), axis=1, keepdims=True))
+        shifted = h - xnp.max(h, axis=1, keepdims=True)
+        logp = shifted - xnp.log(xnp.sum(xnp.exp(shifted), axis=1, keepdims=True))
         return -xnp.mean(xnp.sum(y * logp, axis=1))
     return mlp_loss
 

@@ -47,6 +47,8 @@ def main(argv=None) -> int:
     print("\n== figures")
     for p in paths:
         print(f"  {p}")
+    print("\nnext: the notebooks (.venv/bin/jupyter lab notebooks/, or `make notebooks` for HTML);\n"
+          "      in a notebook, tapeviz.debug(mlp_loss, params, x, y) opens the debugger")
     return 0 if report.ok else 1
 
 
