@@ -13,8 +13,9 @@ import pytest
 import ad
 from ad.errors import UnsupportedFunctionError
 
-anp = pytest.importorskip("autograd.numpy")
-autograd = pytest.importorskip("autograd")
+from needs import module
+anp = module("autograd.numpy")
+autograd = module("autograd")
 from autograd.core import primitive_vjps  # noqa: E402
 from autograd.numpy.numpy_vjps import nograd_functions  # noqa: E402
 

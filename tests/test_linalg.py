@@ -10,9 +10,10 @@ import ad
 from ad.errors import MutationError, UnsupportedFunctionError
 from specs import make_inputs   # before specs_linalg: specs defines Spec, then imports specs_linalg
 from specs_linalg import LINALG_COMPOSITIONS, LINALG_SPECS
+from needs import module
 
-anp = pytest.importorskip("autograd.numpy")
-autograd = pytest.importorskip("autograd")
+anp = module("autograd.numpy")
+autograd = module("autograd")
 
 RNG = np.random.default_rng(7)
 A = RNG.uniform(-1, 1, (3, 3)) + 4 * np.eye(3)

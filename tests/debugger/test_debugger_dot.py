@@ -5,8 +5,9 @@ import shutil
 import pytest
 
 from tapeviz.debugger_dot import DotProcess
+from needs import needs
 
-pytestmark = pytest.mark.skipif(shutil.which("dot") is None, reason="needs Graphviz's dot on PATH")
+pytestmark = needs(shutil.which("dot") is not None, "Graphviz's dot on PATH")
 
 
 def test_drawings_one_after_another_and_recovery():

@@ -5,7 +5,8 @@ import re
 
 import pytest
 
-pytest.importorskip("onnxruntime")
+from needs import module
+module("onnxruntime")
 from ad.onnx import LOWERINGS, NOT_LOWERED  # noqa: E402
 from onnx_coverage import check_spec, library_primitives, table  # noqa: E402
 from serialize_cases import EXTRA  # noqa: E402

@@ -14,8 +14,9 @@ from ad.passes import optimize
 from serialize_cases import (closure_only_rule, mlp_args, mlp_loss, program_function, program_inputs,
                              programs, run_onnx)
 
-onnx = pytest.importorskip("onnx")
-pytest.importorskip("onnxruntime")
+from needs import module
+onnx = module("onnx")
+module("onnxruntime")
 from ad.onnx import LoweringError, NotSerializableError, export_partition  # noqa: E402
 
 
@@ -99,8 +100,8 @@ def test_vjp_tape_takes_cotangents():
 
 
 def test_cnn():
-    examples = pytest.importorskip("ad.nn.examples", reason="ad.nn is not installed")
-    pytest.importorskip("sklearn", reason="the CNN example loads scikit-learn's digits")
+    examples = module("ad.nn.examples")
+    module("sklearn", "the CNN example loads scikit-learn's digits")
     model = examples.digits_cnn()
     args = (model.params, model.x[:16], model.y[:16])
     gt = ad.grad_tape(model.loss, *args)

@@ -12,8 +12,9 @@ import pytest
 from tapeviz import export, listing, to_graphviz
 from tapeviz.cli import ArgumentError, main, parse_arg
 from tapeviz.examples import mlp_figures
+from needs import needs
 
-has_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="needs Graphviz's dot program")
+has_dot = needs(shutil.which("dot") is not None, "Graphviz's dot program")
 ROOT = Path(__file__).resolve().parents[2]
 
 

