@@ -12,14 +12,12 @@ import itertools
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
-import numpy as np
-
 from . import pytree
 from .errors import NonDifferentiableError
 from .interpret import eval_tape
 from .lift import LiftedRule, lift
 from .primitives import Primitive
-from .tape import Eqn, Lit, Origin, Tape, Var, freeze_params, gc_paused
+from .tape import Eqn, Origin, Tape, Var, freeze_params, gc_paused
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ import numpy as np
 
 from . import pytree
 from .backward import GradTape
-from .tape import Lit, Tape, Var, gc_paused
+from .tape import Tape, Var, gc_paused
 
 _OPERATORS = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "power": "**",
               "matmul": "@", "floor_divide": "//", "remainder": "%", "less": "<",

@@ -36,7 +36,7 @@ def eval_closure(primal: Tape, args, wrt: list[int], seeds: list, observe=None) 
     """Closure form: run every rule eagerly, keep its pullback closure, call them in reverse.
 
     wrt: indices of the inputs to differentiate; seeds: one cotangent per output (None = none).
-    Returns (outputs, gradients); a gradient is None where no path reaches it... as zeros.
+    Returns (outputs, gradients); an input no path reaches gets zeros.
     observe: called as ``observe("forward", eqn, operands, outputs, pullback_or_None)`` after
     each equation and ``observe("backward", eqn, cotangents, raw_cotangents)`` after each
     pullback (the checker watches values and residuals through it).
