@@ -290,6 +290,12 @@ class TapeDebugger:
         """The last checks' failures and warnings, each with the equation it names."""
         return self.model.alerts
 
+    def _check_progress(self, done: int, total: int, what: str):
+        """Called by ad.check per equation: the bar moves while the checks run."""
+        self.progress.max = max(total, 1)
+        self.progress.value = done
+        self.check_summary.value = esc(f"{what} ({done}/{total})")
+
     def run_checks(self, **options):
         """Run ``ad.check`` on the program (with the rules the tape was built with); pin its
         findings on the equations; jump to the first offending one. Returns the report."""
@@ -302,14 +308,16 @@ class TapeDebugger:
                 if prim.rule is not rule:
                     stack.enter_context(ad.using_rule(prim, rule))
             try:
-                report = ad.check(self.f, *self.args, argnums=self.argnums, **options)
+                report = ad.check(self.f, *self.args, argnums=self.argnums,
+                                  progress=self._check_progress, **options)
             except Exception as exc:
                 self.progress.bar_style, self.progress.description = "danger", "error"
                 self.check_summary.value = f'<span class="tv-bad">ad.check raised {esc(exc)}</span>'
                 raise
         m = self.model
         m.set_report(report)
-        self.progress.value, self.progress.bar_style = 1, "success" if report.ok else "danger"
+        self.progress.value = self.progress.max
+        self.progress.bar_style = "success" if report.ok else "danger"
         self.progress.description = "passed" if report.ok else "failed"
         verdict = "tv-good" if report.ok else "tv-bad"
         self.check_summary.value = (f'<span class="{verdict}"{attr("data-ok", str(report.ok).lower())}>'

@@ -25,17 +25,18 @@ from .settings import PROGRAM_CHECKS, Options, exact_rtol, fd_rtol
 
 
 def check(f, *args, argnums=None, equations: bool = True, raise_on_failure: bool = False,
-          **options) -> ProgramReport:
+          progress=None, **options) -> ProgramReport:
     """Check the gradient of ``f`` at ``args`` (all float inputs, or those of ``argnums``).
 
-    ``equations=False`` skips the per-equation rule checks (and the culprit search). Options:
-    see ``ad.checks.settings.Options``.
+    ``equations=False`` skips the per-equation rule checks (and the culprit search).
+    ``progress(done, total, what)`` is called as the equations are checked (a progress bar).
+    Options: see ``ad.checks.settings.Options``.
 
     >>> ad.check(lambda x: np.sum(np.sin(x) * x), np.linspace(0, 1, 4)).ok
     True
     """
     opts = Options.make(**options)
-    run = _Run(f, args, argnums, opts)
+    run = _Run(f, args, argnums, opts, progress)
     with np.errstate(all="ignore"):
         run.all(equations)
     report = ProgramReport(f"check {getattr(f, '__name__', 'program')}", opts.seed, opts.as_dict(),
@@ -45,8 +46,9 @@ def check(f, *args, argnums=None, equations: bool = True, raise_on_failure: bool
 
 
 class _Run:
-    def __init__(self, f, args, argnums, opts):
+    def __init__(self, f, args, argnums, opts, progress=None):
         self.f, self.args, self.opts = f, args, opts
+        self.progress = progress or (lambda done, total, what: None)
         self.rng = np.random.default_rng(opts.seed)
         self.results: list[CheckResult] = []
         self.reports: list[RuleReport] = []
@@ -195,7 +197,8 @@ class _Run:
                      source=raised_at(self.closure_error))
             return
         seeds = np.random.SeedSequence(self.opts.seed).spawn(len(self.records))
-        for (e, rec), seed in zip(self.records.items(), seeds):
+        for k, ((e, rec), seed) in enumerate(zip(self.records.items(), seeds)):
+            self.progress(k, len(self.records), f"checking {self.name(e)}")
             needs = tuple(type(x) is Var and x.aval.is_float for x in e.inputs)
             case = RuleCase(e.prim, e.prim.rule, dict(e.params), list(rec["vals"]), needs, self.name(e),
                             declared_domains(e.prim, len(e.inputs)),
@@ -206,6 +209,7 @@ class _Run:
             self.reports.append(RuleReport(f"equation {case.equation}", self.opts.seed, self.opts.as_dict(),
                                            results, equation=case.equation, source=e.source,
                                            primitive=e.prim.name))
+        self.progress(len(self.records), len(self.records), "done")
         failing = [r for r in self.reports if not r.ok]
         if failing:
             self.culprit = failing[-1]    # the first the backward pass meets

@@ -96,3 +96,14 @@ def test_a_missing_rule_fails_the_build_and_skips_the_rest():
     report = check(lambda x: np.sum(bare(x)), np.ones(2))
     assert report["program.build"].status == "fail" and "has no rule" in report["program.build"].message
     assert all(c.status == "skipped" for c in report.checks[1:])
+
+
+def test_progress_is_reported_per_equation():
+    calls = []
+    report = check(lambda x: np.sum(np.sin(x) * np.exp(x)), np.linspace(0.1, 1.0, 4),
+                   progress=lambda done, total, what: calls.append((done, total, what)))
+    assert report.ok
+    total = calls[0][1]
+    assert total == 4                          # sin, exp, multiply, sum
+    assert [c[0] for c in calls] == list(range(total + 1))
+    assert calls[0][2].startswith("checking") and calls[-1][2] == "done"

@@ -79,6 +79,8 @@ def test_a_passing_program_has_no_badges(mlp_dbg):
     assert "tv-badge" not in dbg.listing.value
     assert dbg.alert_buttons == [] and "no failures or warnings" in dbg.alerts_box.children[0].value
     assert dbg.progress.bar_style == "success" and 'data-checks="pass"' in dbg.phase.value
+    # the bar counted the program's equations as ad.check went through them
+    assert dbg.progress.max == len(report.equations) and dbg.progress.value == dbg.progress.max
 
 
 def test_closure_panel_for_a_matmul(mlp_dbg):
