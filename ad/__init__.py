@@ -10,8 +10,8 @@ from .api import grad, grad_tape, trace, value_and_grad, vjp
 from .backward import Fallback, GradTape, backpropagate, partition
 from .codegen import Compiled
 from .codegen import compile_tape as compile  # noqa: A001  (ad.compile, as the issue names it)
-from .errors import (ConcretizationError, MutationError, NonDifferentiableError, ShapeError,
-                     TraceError, UnsupportedFunctionError)
+from .errors import (ConcretizationError, MutationError, NonDifferentiableError, TraceError,
+                     UnsupportedFunctionError)
 from .primitives import REGISTRY, Primitive
 # writing rules
 from .rrule import (linear_rule, non_differentiable, primitive, project, rrule, scalar_rule,
@@ -26,7 +26,7 @@ __all__ = [
     "Tape", "GradTape", "Eqn", "Var", "Lit", "Aval", "Origin", "Fallback", "Primitive", "REGISTRY",
     "rrule", "using_rule", "primitive", "scalar_rule", "linear_rule", "non_differentiable", "project",
     "NoTangent", "ZeroTangent", "Thunk", "thunk", "unthunk",
-    "TraceError", "ConcretizationError", "UnsupportedFunctionError", "MutationError", "ShapeError",
+    "TraceError", "ConcretizationError", "UnsupportedFunctionError", "MutationError",
     "NonDifferentiableError",
 ]
 from .serialize import load, save  # noqa: E402

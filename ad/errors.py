@@ -77,9 +77,5 @@ class MutationError(TraceError, ValueError):
     """An in-place write that cannot be functionalized (into a plain ndarray, or through a view)."""
 
 
-class ShapeError(TraceError, ValueError):
-    """A value whose shape depends on data where the tape needs it static."""
-
-
 class NonDifferentiableError(TraceError, TypeError):
     """A gradient was asked of something that has none (non-scalar output for grad, opaque tape)."""

@@ -33,6 +33,7 @@ class ZeroTangent(_Singleton):
 
 
 def is_zero(ct) -> bool:
+    """A cotangent that carries nothing: None, NoTangent or ZeroTangent."""
     return isinstance(ct, (NoTangent, ZeroTangent)) or ct is None
 
 

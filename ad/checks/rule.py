@@ -16,7 +16,7 @@ import numpy as np
 from ..backward import build
 from ..primitives import Primitive, lookup
 from ..rrule import project, using_rule
-from ..tangents import NoTangent, ZeroTangent, unthunk
+from ..tangents import is_zero, unthunk
 from ..tape import Aval, Var, format_eqn
 from .captures import describe, location, raised_at
 from .report import CheckResult, RuleReport
@@ -79,10 +79,6 @@ class RuleCase:
 def normalize(raw) -> tuple:
     """The pullback's result as a tuple (a single cotangent may be returned bare), unthunked."""
     return tuple(unthunk(r) for r in (raw if isinstance(raw, tuple) else (raw,)))
-
-
-def is_zero(g) -> bool:
-    return g is None or isinstance(g, (NoTangent, ZeroTangent))
 
 
 class Context:
