@@ -9,6 +9,7 @@ import numpy as np
 from ..dispatch import implements
 from ..primitives import Primitive
 from ..rrule import rrule
+from ..tangents import thunk
 
 matmul_p = Primitive("matmul", np.matmul, function=np.matmul)
 from ..dispatch import UFUNCS  # noqa: E402  (np.matmul is a ufunc: t @ u arrives as one)
@@ -24,14 +25,14 @@ def _mT(x):
 def _matmul_rule(a, b):
     y = a @ b
 
-    def pullback(dy):
+    def pullback(dy):     # thunks: an operand that needs no gradient costs nothing
         if a.ndim == 1 and b.ndim == 1:
-            return dy * b, dy * a
+            return thunk(lambda: dy * b), thunk(lambda: dy * a)
         if a.ndim == 1:     # (k,) @ (..., k, m) -> (..., m); batch dims are summed by project()
-            return (b @ dy[..., None])[..., 0], a[:, None] * dy[..., None, :]
+            return thunk(lambda: (b @ dy[..., None])[..., 0]), thunk(lambda: a[:, None] * dy[..., None, :])
         if b.ndim == 1:     # (..., n, k) @ (k,) -> (..., n)
-            return dy[..., None] * b, (_mT(a) @ dy[..., None])[..., 0]
-        return dy @ _mT(b), _mT(a) @ dy
+            return thunk(lambda: dy[..., None] * b), thunk(lambda: (_mT(a) @ dy[..., None])[..., 0])
+        return thunk(lambda: dy @ _mT(b)), thunk(lambda: _mT(a) @ dy)
     return y, pullback
 
 
@@ -82,19 +83,20 @@ def _einsum_rule(*xs, subscripts):
     ins, out = subscripts.split("->")
     terms = ins.split(",")
 
+    def cotangent(dy, i):
+        x, term = xs[i], terms[i]
+        others = [(t, o) for j, (t, o) in enumerate(zip(terms, xs)) if j != i]
+        avail = set(out).union(*[set(t) for t, _ in others])
+        kept = "".join(c for c in term if c in avail)   # indices summed only inside x are broadcast back
+        spec = ",".join([out] + [t for t, _ in others]) + "->" + kept
+        ct = einsum_p.bind(dy, *[o for _, o in others], subscripts=spec)
+        if kept != term:
+            shape = tuple(x.shape[k] if c in kept else 1 for k, c in enumerate(term))
+            ct = np.broadcast_to(np.reshape(ct, shape), x.shape)
+        return ct
+
     def pullback(dy):
-        cts = []
-        for i, (x, term) in enumerate(zip(xs, terms)):
-            others = [(t, o) for j, (t, o) in enumerate(zip(terms, xs)) if j != i]
-            avail = set(out).union(*[set(t) for t, _ in others])
-            kept = "".join(c for c in term if c in avail)   # indices summed only inside x are broadcast back
-            spec = ",".join([out] + [t for t, _ in others]) + "->" + kept
-            ct = einsum_p.bind(dy, *[o for _, o in others], subscripts=spec)
-            if kept != term:
-                shape = tuple(x.shape[k] if c in kept else 1 for k, c in enumerate(term))
-                ct = np.broadcast_to(np.reshape(ct, shape), x.shape)
-            cts.append(ct)
-        return tuple(cts)
+        return tuple(thunk(lambda i=i: cotangent(dy, i)) for i in range(len(xs)))
     return y, pullback
 
 

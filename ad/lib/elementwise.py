@@ -11,7 +11,7 @@ import numpy as np
 from ..dispatch import UFUNCS, copy, implements
 from ..primitives import Primitive
 from ..rrule import linear_rule, non_differentiable, rrule, scalar_rule
-from ..tangents import NoTangent
+from ..tangents import NoTangent, thunk
 
 UFUNC_PRIMS: dict[str, Primitive] = {}
 
@@ -90,13 +90,14 @@ scalar_rule(np.nextafter, 1, None)
 
 @rrule(np.multiply)
 def _multiply_rule(a, b):
-    return a * b, lambda dy: (dy * b, dy * a)
+    # thunks: the cotangent of an operand that needs none (a constant) is never even traced
+    return a * b, lambda dy: (thunk(lambda: dy * b), thunk(lambda: dy * a))
 
 
 @rrule(np.divide)
 def _divide_rule(a, b):
     y = a / b
-    return y, lambda dy: (dy / b, -dy * y / b)
+    return y, lambda dy: (thunk(lambda: dy / b), thunk(lambda: -dy * y / b))
 
 
 @rrule(np.power)
@@ -105,8 +106,8 @@ def _power_rule(x, p):
 
     def pullback(dy):
         # d/dp is y*log(x): defined for x > 0; elsewhere 0 (x**p is real only for integer p).
-        safe_log = np.log(np.where(x > 0, x, 1))
-        return dy * p * x ** (p - 1), dy * y * safe_log
+        return (thunk(lambda: dy * p * x ** (p - 1)),
+                thunk(lambda: dy * y * np.log(np.where(x > 0, x, 1))))
     return y, pullback
 
 
@@ -115,7 +116,8 @@ def _float_power_rule(x, p):
     y = np.float_power(x, p)
 
     def pullback(dy):
-        return dy * p * np.float_power(x, p - 1), dy * y * np.log(np.where(x > 0, x, 1))
+        return (thunk(lambda: dy * p * np.float_power(x, p - 1)),
+                thunk(lambda: dy * y * np.log(np.where(x > 0, x, 1))))
     return y, pullback
 
 
@@ -125,8 +127,9 @@ def _select_rule(op):
         y = op(a, b)
 
         def pullback(dy):
-            da = np.where(a == b, 0.5 * dy, np.where(a == y, dy, 0))   # in dy's dtype
-            return da, dy - da
+            def da():
+                return np.where(a == b, 0.5 * dy, np.where(a == y, dy, 0))   # in dy's dtype
+            return thunk(da), thunk(lambda: dy - da())     # CSE merges the two da()
         return y, pullback
     return rule
 
@@ -156,7 +159,7 @@ def _where(condition, x=None, y=None):
 @rrule(where_p)
 def _where_rule(c, x, y):
     out = np.where(c, x, y)
-    return out, lambda dy: (NoTangent(), np.where(c, dy, 0), np.where(c, 0, dy))
+    return out, lambda dy: (NoTangent(), thunk(lambda: np.where(c, dy, 0)), thunk(lambda: np.where(c, 0, dy)))
 
 
 def _clip(x, lo, hi):
@@ -182,8 +185,8 @@ def _clip_rule(x, lo, hi):
     y = np.clip(x, lo, hi)
 
     def pullback(dy):
-        inside = (x >= lo) & (x <= hi)
-        return np.where(inside, dy, 0), np.where(x < lo, dy, 0), np.where(x > hi, dy, 0)
+        return (thunk(lambda: np.where((x >= lo) & (x <= hi), dy, 0)),
+                thunk(lambda: np.where(x < lo, dy, 0)), thunk(lambda: np.where(x > hi, dy, 0)))
     return y, pullback
 
 

@@ -11,7 +11,7 @@ from debug_programs import loop
 
 @pytest.fixture(scope="module")
 def big():
-    dbg = tapeviz.debug(loop, np.ones(3), 1250, rows=40)
+    dbg = tapeviz.debug(loop, np.ones(3), 1430, rows=40)
     assert len(dbg.model.eqns) >= 10_000
     return dbg
 
