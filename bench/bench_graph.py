@@ -37,7 +37,7 @@ def median_cpu(fn, rounds: int) -> tuple[float, object]:
 
 
 def stages(n_eqns: int) -> dict:
-    gt = ad.grad_tape(loop, np.ones(3), n_eqns // 8)
+    gt = ad.grad_tape(loop, np.ones(3), n_eqns // 7)   # seven equations per step
     rounds = 3 if n_eqns > 20_000 else 7
     t = {"equations": len(gt.eqns)}
     t["model"], graph = median_cpu(lambda: to_networkx(gt), rounds)

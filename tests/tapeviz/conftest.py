@@ -28,7 +28,7 @@ def mlp_graph(mlp):
 
 @pytest.fixture(scope="session")
 def big():
-    """A gradient tape of 10,000 equations (1,250 steps of eight) and its graph."""
-    tape = ad.grad_tape(loop, np.ones(3), 1250)
+    """A gradient tape of 10,000 equations (1,430 steps of seven) and its graph."""
+    tape = ad.grad_tape(loop, np.ones(3), 1430)
     assert len(tape.eqns) >= 10_000
     return tape, to_networkx(tape)

@@ -175,7 +175,7 @@ def test_repeated_identical_blocks_fold_with_a_count(big):
     tape, g = big
     c = collapse(g)
     folds = {d["phase"]: d for _, d in c.nodes(data=True) if d["kind"] == "fold"}
-    assert folds["forward"]["count"] == folds["backward"]["count"] == 1250
+    assert folds["forward"]["count"] == folds["backward"]["count"] == 1430
     assert folds["forward"]["motif"] == ["sin", "multiply", "add"]
     assert sum(d["n_eqns"] for _, d in c.nodes(data=True)) == len(tape.eqns)
 
