@@ -1,7 +1,7 @@
 """(e) The tape debugger's responsiveness at 1,000 and 10,000 equations, measured on the widget
 model in this process (no browser): what one click on *next* or one selection costs the kernel.
 
-The tape is the gradient of a loop of elementwise steps (eight equations per step with its
+The tape is the gradient of a loop of elementwise steps (seven equations per step with its
 pullbacks), as in ``bench_graph``. Per size, median wall time (the graph pane waits for the
 ``dot`` subprocess, which CPU time of this process would not count) of:
 
