@@ -7,7 +7,7 @@ import numpy as np
 
 from ..dispatch import implements, write_out
 from .linalg import mT
-from .reductions import normalize_axis
+from .reductions import axes_to_front, normalize_axis
 
 
 # -- norms ------------------------------------------------------------------------------------
@@ -80,14 +80,9 @@ def _norm(x, ord=None, axis=None, keepdims=False):
 
 @implements(np.linalg.vector_norm)
 def _vector_norm_handler(x, /, *, axis=None, keepdims=False, ord=2):
-    x = _float(x)
-    shape = np.shape(x)
-    axes = tuple(range(len(shape))) if axis is None else normalize_axis(axis, len(shape))
-    rest = tuple(i for i in range(len(shape)) if i not in axes)
-    flat = np.reshape(np.transpose(x, axes + rest),
-                      (int(np.prod([shape[i] for i in axes])),) + tuple(shape[i] for i in rest))
+    flat, kept = axes_to_front(_float(x), axis)
     res = _vector_norm(flat, ord, 0, False)
-    return np.reshape(res, tuple(1 if i in axes else n for i, n in enumerate(shape))) if keepdims else res
+    return np.reshape(res, kept) if keepdims else res
 
 
 @implements(np.linalg.matrix_norm)

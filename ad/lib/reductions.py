@@ -23,6 +23,17 @@ def normalize_axis(axis, ndim: int):
     return tuple(sorted(out))
 
 
+def axes_to_front(a, axis):
+    """(``a`` with the reduced axes moved to the front and flattened into axis 0, the keepdims
+    shape): reductions numpy has no primitive for (median, quantiles, p-norms) work on axis 0."""
+    shape = np.shape(a)
+    axes = tuple(range(len(shape))) if axis is None else normalize_axis(axis, len(shape))
+    rest = tuple(i for i in range(len(shape)) if i not in axes)
+    data = np.reshape(np.transpose(a, axes + rest),
+                      (int(np.prod([shape[i] for i in axes])),) + tuple(shape[i] for i in rest))
+    return data, tuple(1 if i in axes else n for i, n in enumerate(shape))
+
+
 def expand_to(dy, shape, axis, keepdims):
     """Broadcast a reduction's cotangent back to the reduced operand's shape."""
     if not keepdims:

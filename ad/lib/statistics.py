@@ -8,7 +8,7 @@ import numpy as np
 from ..dispatch import _unsupported, implements, write_out
 from ..tracer import Tracer
 from .numeric import as_array
-from .reductions import normalize_axis
+from .reductions import axes_to_front
 
 
 def _nan_filled(a, value):
@@ -104,17 +104,6 @@ def _nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kwargs
 
 # -- order statistics ----------------------------------------------------------------------------
 
-def _to_front(a, axis):
-    """(data with the reduced axes flattened into axis 0, the keepdims shape)."""
-    a = as_array(a)
-    shape = np.shape(a)
-    axes = tuple(range(len(shape))) if axis is None else normalize_axis(axis, len(shape))
-    rest = tuple(i for i in range(len(shape)) if i not in axes)
-    data = np.reshape(np.transpose(a, axes + rest),
-                      (int(np.prod([shape[i] for i in axes])),) + tuple(shape[i] for i in rest))
-    return data, tuple(1 if i in axes else n for i, n in enumerate(shape))
-
-
 def _gather(s, index):
     """s[index[q, ...], ...] along axis 0 for an index shaped (k,) + s.shape[1:] (or broadcastable)."""
     index = np.broadcast_to(index, (np.shape(index)[0],) + np.shape(s)[1:])
@@ -160,7 +149,7 @@ def _check_q(q):
 
 
 def _quantile_impl(a, q, axis, method, keepdims, skip_nan, weak):
-    data, kept = _to_front(a, axis)
+    data, kept = axes_to_front(as_array(a), axis)
     s = np.sort(data, axis=0)
     if skip_nan:
         count = np.sum(~np.isnan(data), axis=0)
@@ -194,7 +183,7 @@ implements(np.nanpercentile)(_quantile_handler("nanpercentile", 100, True))
 def _median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     if out is not None:
         raise _unsupported("np.median(..., out=)")
-    data, kept = _to_front(a, axis)
+    data, kept = axes_to_front(as_array(a), axis)
     s = np.sort(data, axis=0)
     n = np.shape(s)[0]
     mid = np.mean(s[(n - 1) // 2:n // 2 + 1], axis=0)     # the middle one or two, as numpy
@@ -207,7 +196,7 @@ def _median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
 def _nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     if out is not None:
         raise _unsupported("np.nanmedian(..., out=)")
-    data, kept = _to_front(a, axis)
+    data, kept = axes_to_front(as_array(a), axis)
     s = np.sort(data, axis=0)
     count = np.sum(~np.isnan(data), axis=0)
     lo = _gather(s, ((count - 1) // 2)[None])[0]
