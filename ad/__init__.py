@@ -14,8 +14,8 @@ from .errors import (ConcretizationError, MutationError, NonDifferentiableError,
                      UnsupportedFunctionError)
 from .primitives import REGISTRY, Primitive
 # writing rules
-from .rrule import (linear_rule, non_differentiable, primitive, project, rrule, scalar_rule,
-                    using_rule)
+from .core_prims import project
+from .rrule import linear_rule, non_differentiable, primitive, rrule, scalar_rule, using_rule
 from .tangents import NoTangent, Thunk, ZeroTangent, thunk, unthunk
 from .passes import op_counts, optimize
 from .tape import Aval, Eqn, Lit, Origin, Tape, Var, validate

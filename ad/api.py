@@ -7,8 +7,11 @@ import numpy as np
 
 from . import pytree
 from .backward import GradTape, build, partition
-from .interpret import eval_closure, eval_tape
-from .tape import Lit, Tape, gc_paused
+from .closure import eval_closure
+from .codegen import compile_tape
+from .errors import NonDifferentiableError
+from .passes import optimize as run_passes
+from .tape import Lit, Tape, eval_tape, gc_paused
 from .tracer import Recorder, Tracer
 
 FORMS = ("lifted", "closure", "compiled")
@@ -96,6 +99,20 @@ def grad_tape(f, *args, argnums=0) -> GradTape:
 
     ``gt(*new_args)`` returns ``(value, gradients)``; ``gt.forward``/``gt.backward`` are the two
     sections; ``gt.fallbacks`` lists rules that could not be lifted.
+
+    >>> gt = ad.grad_tape(lambda A, B: np.sum(A @ B), np.ones((2, 3)), np.ones((3, 2)))
+    >>> print(gt.backward)                  # dA = dy @ B.T, visible; B is the residual
+    { lambda %1:f64[3,2] ; let
+        %4:f64[] = full dtype=f64 fill_value=1 shape=()    # output cotangent
+        %5:f64[1,1] = reshape shape=(1, 1) %4    # pullback of %3 (sum)
+        %6:f64[2,2] = broadcast_to shape=(2, 2) %5    # pullback of %3 (sum)
+        %7:f64[2,3] = transpose axes=(1, 0) %1    # pullback of %2 (matmul)
+        %8:f64[2,3] = matmul %6 %7    # pullback of %2 (matmul)
+      in (%8) }
+    >>> value, dA = gt(np.ones((2, 3)), np.ones((3, 2)))
+    >>> dA
+    array([[2., 2., 2.],
+           [2., 2., 2.]])
     """
     concrete = [pytree.unflatten(s, [_concrete(x) for x in pytree.flatten(a)[0]])
                 for a, s in ((a, pytree.flatten(a)[1]) for a in args)]
@@ -119,7 +136,11 @@ def _has_tracer(leaves) -> bool:
 
 
 def value_and_grad(f, argnums=0, *, form: str = "lifted", optimize: bool = True):
-    """``value_and_grad(f)(*args) -> (f(*args), gradient)``; see ``grad``."""
+    """``value_and_grad(f)(*args) -> (f(*args), gradient)``; see ``grad``.
+
+    >>> ad.value_and_grad(lambda x, y: x * y, argnums=(0, 1))(2.0, 3.0)
+    (np.float64(6.0), (3.0, 2.0))
+    """
     if form not in FORMS:
         raise ValueError(f"form={form!r}; choose one of {FORMS}")
     cache: dict = {}
@@ -134,18 +155,15 @@ def value_and_grad(f, argnums=0, *, form: str = "lifted", optimize: bool = True)
         if entry is None:
             gt = grad_tape(f, *args, argnums=argnums)
             if optimize:
-                from .passes import optimize as run_passes
                 gt = run_passes(gt)
             entry = cache[key] = [gt, None]
         gt = entry[0]
         traced = _has_tracer(leaves)
         if form == "compiled" and not traced:
             if entry[1] is None:
-                from .codegen import compile_tape
                 entry[1] = compile_tape(gt)
             return entry[1].call_flat(gt.in_tree.select_traced(leaves))
         if gt.fallbacks and traced:
-            from .errors import NonDifferentiableError
             raise NonDifferentiableError(
                 "cannot differentiate through a gradient whose rules fell back to closures: "
                 + "; ".join(map(str, gt.fallbacks)))
@@ -177,7 +195,6 @@ def _closure(primal: Tape, args, argnums):
     wrt, grad_tree, slots = _wrt(primal, argnums, len(args))
     flat = primal.in_tree.select_traced(pytree.flatten(args)[0])
     if len(primal.outputs) != 1 or primal.outputs[0].aval.shape != ():
-        from .errors import NonDifferentiableError
         raise NonDifferentiableError("grad needs a function returning one float scalar; use ad.vjp")
     outs, grads = eval_closure(primal, flat, wrt, [np.ones((), primal.outputs[0].aval.dtype)])
     leaves = [None if s < 0 else grads[s] for s in slots]
@@ -186,7 +203,12 @@ def _closure(primal: Tape, args, argnums):
 
 def vjp(f, *args):
     """``y, pullback = ad.vjp(f, *args)``; ``pullback(dy)`` returns one cotangent per positional
-    argument (shaped like it; None for leaves without a gradient)."""
+    argument (shaped like it; None for leaves without a gradient).
+
+    >>> y, pullback = ad.vjp(lambda x: x * 2.0, np.arange(3.0))
+    >>> pullback(np.ones(3))
+    (array([2., 2., 2.]),)
+    """
     primal = trace(f, *args)
     nargs = len(args)
     wrt, grad_tree, slots = _wrt(primal, tuple(range(nargs)), nargs)

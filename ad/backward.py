@@ -13,11 +13,17 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from . import pytree
+from .core_prims import add_p, full_p, positive_p
 from .errors import NonDifferentiableError
-from .interpret import eval_tape
 from .lift import LiftedRule, lift
-from .primitives import Primitive
-from .tape import Eqn, Origin, Tape, Var, freeze_params, gc_paused
+from .primitives import Primitive, lookup
+from .tape import Eqn, Origin, Tape, Var, active_vars, eval_tape, format_tape, freeze_params, gc_paused
+
+
+# The entries of a gradient tape's ``meta`` that map onto its variables (passes rewrite them):
+# primal_map: primal Var -> joint Var (the checker names equations by it);
+# cotangents: forward Var -> its total cotangent (the debugger shows it).
+VAR_MAPS = ("primal_map", "cotangents")
 
 
 @dataclass(frozen=True)
@@ -71,7 +77,6 @@ class GradTape(Tape):
         return ((0, "forward"), (self.n_forward, "backward"))
 
     def __str__(self) -> str:
-        from .tape import format_tape
         return format_tape(self, sections=self.sections)
 
     def __call__(self, *args, cotangents=()):
@@ -97,7 +102,13 @@ def residuals(gt: GradTape) -> list[Var]:
 
 def partition(gt: GradTape) -> tuple[Tape, Tape]:
     """Split into ``fwd(primals) -> (outputs..., residuals...)`` and
-    ``bwd(residuals..., cotangents...) -> gradients``. Seed equations become inputs of bwd."""
+    ``bwd(residuals..., cotangents...) -> gradients``. Seed equations become inputs of bwd.
+
+    >>> fwd, bwd = ad.partition(ad.grad_tape(lambda x: np.sum(np.exp(x)), np.zeros(2)))
+    >>> value, residual = fwd(np.zeros(2))        # exp's output is what its pullback reads
+    >>> bwd(residual, 1.0)
+    (array([1., 1.]),)
+    """
     res = residuals(gt)
     primal_inputs = gt.inputs[:len(gt.inputs) - gt.n_seeds]
     fwd = Tape(primal_inputs, gt.eqns[:gt.n_forward], gt.outputs[:gt.n_values] + tuple(res),
@@ -128,11 +139,14 @@ def backpropagate(prim, kind: str = "dense"):
     output has a cotangent) and "zero" (some output of a multi-output primitive has none; the
     default feeds zeros). The default inlines the rule's own lifted pullback.
 
-    >>> @ad.backpropagate(np.maximum, "dense")
-    ... def maximum_ties_to_first(a, b):
-    ...     return lambda dy: (np.where(a >= b, dy, 0), np.where(a >= b, 0, dy))
+    >>> relu = ad.primitive(lambda x: np.maximum(x, 0.0))
+    >>> _ = ad.rrule(relu)(lambda x: (relu(x), lambda dy: (np.where(x > 0, dy, 0.0),)))
+    >>> @ad.backpropagate(relu, "dense")
+    ... def relu_subgradient_one_at_zero(x):
+    ...     return lambda dy: (np.where(x >= 0, dy, 0.0),)
+    >>> ad.grad(lambda x: np.sum(relu(x)))(np.array([-1.0, 0.0, 2.0]))
+    array([0., 1., 1.])
     """
-    from .primitives import lookup
     p = lookup(prim)
 
     def register(fn):
@@ -179,21 +193,15 @@ class _Builder:
                       source or t.source, origin_fn(t.origin))
 
 
-def _full_p():
-    from .lib.creation import full_p
-    return full_p
-
-
 def _add(b: _Builder, a, c, of: Var, source):
-    from .lib.elementwise import UFUNC_PRIMS
     out = b.new(of.aval)
-    b.emit(UFUNC_PRIMS["add"], (a, c), (), (out,), source, Origin("accumulate", of=of, rule="add"))
+    b.emit(add_p, (a, c), (), (out,), source, Origin("accumulate", of=of, rule="add"))
     return out
 
 
 def _zeros(b: _Builder, aval, of: Var, kind: str, source=None):
     out = b.new(aval)
-    b.emit(_full_p(), (), freeze_params({"shape": aval.shape, "dtype": aval.dtype, "fill_value": 0}),
+    b.emit(full_p, (), freeze_params({"shape": aval.shape, "dtype": aval.dtype, "fill_value": 0}),
            (out,), source, Origin(kind, of=of))
     return out
 
@@ -209,17 +217,15 @@ def build(primal: Tape, values: list, wrt: list[int], *, seed: str = "ones",
     b = _Builder()
     inputs = [b.new(v.aval) for v in primal.inputs]
     env: dict = dict(zip(primal.inputs, inputs))
-    vals: dict = dict(zip(primal.inputs, values))
-    active = {inputs[i] for i in wrt if inputs[i].aval.is_float}
+    vals: dict = {}
+    eval_tape(primal, values, vals)      # every primal value: rules are lifted at real values
+    active = active_vars(primal, wrt)
     instances = []
     fallbacks = []
     for e in primal.eqns:
         ops = [env[x] if type(x) is Var else x for x in e.inputs]
         opvals = [vals[x] if type(x) is Var else x.value for x in e.inputs]
-        needs = tuple(type(o) is Var and o in active and o.aval.is_float for o in ops)
-        out_vals = e.prim.impl(*opvals, **dict(e.params))
-        out_vals = tuple(out_vals) if e.prim.multiple_results else (out_vals,)
-        vals.update(zip(e.outputs, out_vals))
+        needs = tuple(type(x) is Var and x in active for x in e.inputs)
         if not (any(needs) and e.prim.differentiable):
             outs = [b.new(v.aval) for v in e.outputs]
             b.emit(e.prim, ops, e.params, outs, e.source, e.origin)
@@ -240,11 +246,11 @@ def build(primal: Tape, values: list, wrt: list[int], *, seed: str = "ones",
         for i in range(start, len(b.eqns)):
             b.eqns[i] = replace(b.eqns[i], origin=Origin("primal", of=first, rule=e.prim.name))
         env.update(zip(e.outputs, outs))
-        active.update(o for o in outs if o.aval.is_float)
         instances.append((e, lifted, sub, ops, outs, opvals, needs))
     n_forward = len(b.eqns)
 
     value_outs = [env[x] if type(x) is Var else x for x in primal.outputs]
+    reached = [type(x) is Var and x in active for x in primal.outputs]
     ct: dict = {}
     seeds = []
     if seed == "ones":
@@ -254,16 +260,16 @@ def build(primal: Tape, values: list, wrt: list[int], *, seed: str = "ones",
                 f"{[str(v.aval) for v in value_outs]}. Use ad.vjp(f, *args) for other outputs.",
                 location=primal.eqns[-1].source if primal.eqns else None)
         out = value_outs[0]
-        if type(out) is Var and out in active:
+        if reached[0]:
             s = b.new(out.aval)
-            b.emit(_full_p(), (), freeze_params({"shape": (), "dtype": out.aval.dtype, "fill_value": 1}),
+            b.emit(full_p, (), freeze_params({"shape": (), "dtype": out.aval.dtype, "fill_value": 1}),
                    (s,), None, Origin("seed", of=out))
             ct[out] = s
     else:
-        for out in value_outs:
+        for out, live in zip(value_outs, reached):
             s = b.new(out.aval)
             seeds.append(s)
-            if type(out) is Var and out in active:
+            if live:
                 ct[out] = s if out not in ct else _add(b, ct[out], s, out, None)
 
     for e, lifted, sub, ops, outs, opvals, needs in reversed(instances):
@@ -281,8 +287,8 @@ def build(primal: Tape, values: list, wrt: list[int], *, seed: str = "ones",
         of = outs[0]
         b.inline(template.bwd, bsub, e.source,
                  lambda o, of=of: Origin(o.kind if o.kind == "project" else "pullback", of=of, rule=e.prim.name))
-        for target, g in zip(ops, template.grads):
-            if g is None or type(target) is not Var or target not in active:
+        for target, g, needed in zip(ops, template.grads, needs):
+            if g is None or not needed:
                 continue
             g = bsub[g] if type(g) is Var else g
             ct[target] = g if target not in ct else _add(b, ct[target], g, target, e.source)
@@ -300,18 +306,15 @@ def build(primal: Tape, values: list, wrt: list[int], *, seed: str = "ones",
                     n_forward=n_forward, n_values=len(value_outs), n_seeds=len(seeds),
                     grad_tree=grad_tree, grad_slots=tuple(grad_slots),
                     fallbacks=tuple(fallbacks), wrt=tuple(grad_inputs),
-                    # primal_map: primal Var -> joint Var (the checker names equations by it);
-                    # cotangents: forward Var -> its total cotangent (the debugger shows it)
                     meta={"primal_map": env, "cotangents": ct})
 
 
 def _rule_output(b: _Builder, sub, o, lifted: LiftedRule, primal_var: Var, e: Eqn):
     """The joint variable of a rule's output. An output the rule did not compute (it returned an
     operand or a constant) gets its own equation, so that it has a cotangent of its own."""
-    from .lib.elementwise import UFUNC_PRIMS
     if type(o) is Var and o not in lifted.args:
         return sub[o]
     out = b.new(primal_var.aval)
-    b.emit(UFUNC_PRIMS["positive"], (sub[o] if type(o) is Var else o,), (), (out,), e.source,
+    b.emit(positive_p, (sub[o] if type(o) is Var else o,), (), (out,), e.source,
            Origin("primal", rule=e.prim.name))
     return out

@@ -16,8 +16,10 @@ from typing import Callable
 
 import numpy as np
 
+from .core_prims import astype_p, getitem_p, parse_index, setitem_p
 from .errors import ConcretizationError, MutationError, UnsupportedFunctionError
 from .primitives import Primitive
+from .trace_state import Traced
 
 UFUNCS: dict[np.ufunc, Primitive] = {}
 UFUNC_METHODS: dict[tuple[np.ufunc, str], Callable] = {}
@@ -33,18 +35,14 @@ def implements(*funcs):
     return register
 
 
-def _tracer_type():
-    from .tracer import Tracer
-    return Tracer
-
-
 def _fname(f) -> str:
     mod = getattr(f, "__module__", None) or "numpy"
     mod = mod.replace("numpy.linalg._linalg", "numpy.linalg").replace("numpy._core", "numpy")
     return f"{'np' + mod[5:] if mod.startswith('numpy') else mod}.{getattr(f, '__name__', f)}"
 
 
-def _unsupported(what: str, hint: str = "") -> UnsupportedFunctionError:
+def unsupported(what: str, hint: str = "") -> UnsupportedFunctionError:
+    """The error for a numpy function (or a use of one) that has no rule."""
     return UnsupportedFunctionError(
         f"{what} has no rule in ad. "
         + (hint or "Write it with functions that have rules, or mark your own function with "
@@ -59,26 +57,26 @@ def ufunc(uf: np.ufunc, method: str, inputs, kwargs):
     out = kwargs.pop("out", None)
     dtype = kwargs.pop("dtype", None)
     if kwargs.pop("where", True) is not True:
-        raise _unsupported(f"np.{uf.__name__}(..., where=...)", "Use np.where(cond, np.{0}(...), other) "
+        raise unsupported(f"np.{uf.__name__}(..., where=...)", "Use np.where(cond, np.{0}(...), other) "
                            "instead.".format(uf.__name__))
     for ignored in ("casting", "order", "subok"):
         kwargs.pop(ignored, None)
     if method == "__call__":
         if kwargs:
-            raise _unsupported(f"np.{uf.__name__} with keyword arguments {sorted(kwargs)}")
+            raise unsupported(f"np.{uf.__name__} with keyword arguments {sorted(kwargs)}")
         prim = UFUNCS.get(uf)
         if prim is None:
-            raise _unsupported(f"np.{uf.__name__}")
+            raise unsupported(f"np.{uf.__name__}")
         if dtype is not None:
             inputs = [astype(x, dtype) for x in inputs]
         result = prim.bind(*inputs)
     else:
         handler = UFUNC_METHODS.get((uf, method))
         if handler is None:
-            raise _unsupported(f"np.{uf.__name__}.{method}")
+            raise unsupported(f"np.{uf.__name__}.{method}")
         if method == "at":
             target = inputs[0]
-            if not isinstance(target, _tracer_type()):
+            if not isinstance(target, Traced):
                 raise MutationError(f"np.{uf.__name__}.at writes traced values into a plain ndarray; "
                                     "create the target with np.zeros(shape, like=x) instead")
             target._assign(handler(*inputs, **kwargs))
@@ -93,14 +91,13 @@ def write_out(out, result, what: str):
     """Functionalize ``out=``: rebind traced targets; refuse plain ndarrays."""
     targets = out if isinstance(out, tuple) else (out,)
     results = result if isinstance(result, tuple) else (result,)
-    Tracer = _tracer_type()
     for target, res in zip(targets, results):
-        if not isinstance(target, Tracer):
+        if not isinstance(target, Traced):
             raise MutationError(
                 f"{what}(..., out=ndarray) would write a traced value into a plain ndarray, losing "
                 "its gradient. Fix: drop out= and assign the result, or create the buffer with "
                 "np.zeros(shape, like=x)")
-        if isinstance(res, Tracer) and res.shape == target.shape and res.dtype == target.dtype:
+        if isinstance(res, Traced) and res.shape == target.shape and res.dtype == target.dtype:
             target._assign(res)
         else:
             target._assign(setitem(target, Ellipsis, res))
@@ -120,88 +117,37 @@ def function(func, args, kwargs, like=None):
         return handler(*args, **kwargs)
     implementation = getattr(func, "_implementation", None)
     if implementation is None:
-        raise _unsupported(_fname(func))
+        raise unsupported(_fname(func))
     try:
         return implementation(*args, **kwargs)
     except ConcretizationError as exc:
-        raise _unsupported(_fname(func), "numpy's implementation of it converts its argument to a "
+        raise unsupported(_fname(func), "numpy's implementation of it converts its argument to a "
                            "plain array. Write it with functions that have rules, or mark a function "
                            "of yours as @ad.primitive and give it a rule with @ad.rrule.") from exc
 
 
-# -- indexing ------------------------------------------------------------------------------
-# An index is stored as a static spec: ints, None, "...", ("slice", start, stop, step), and
-# ("array", k) for the k-th index operand (integer arrays, traced or constant).
-
-def parse_index(index) -> tuple[tuple, list]:
-    Tracer = _tracer_type()
-    items = index if isinstance(index, tuple) else (index,)
-    spec, arrays = [], []
-    for it in items:
-        if it is None:
-            spec.append(None)
-        elif it is Ellipsis:
-            spec.append("...")
-        elif isinstance(it, slice):
-            spec.append(("slice", _static_int(it.start), _static_int(it.stop), _static_int(it.step)))
-        elif isinstance(it, (int, np.integer)) and not isinstance(it, (bool, np.bool_)):
-            spec.append(int(it))
-        else:
-            if not isinstance(it, Tracer):
-                it = np.asarray(it)
-            if it.dtype == np.bool_:
-                for part in np.nonzero(it):
-                    spec.append(("array", len(arrays)))
-                    arrays.append(part)
-                continue
-            if not np.issubdtype(it.dtype, np.integer):
-                raise IndexError(f"arrays used as indices must be integer or boolean, not {it.dtype}")
-            spec.append(("array", len(arrays)))
-            arrays.append(it)
-    return tuple(spec), arrays
-
-
-def _static_int(x):
-    return None if x is None else int(x.__index__())
-
-
-def build_index(spec, arrays) -> tuple:
-    out = []
-    for s in spec:
-        if s == "...":
-            out.append(Ellipsis)
-        elif isinstance(s, tuple):
-            out.append(slice(*s[1:]) if s[0] == "slice" else arrays[s[1]])
-        else:
-            out.append(s)
-    return tuple(out)
-
+# -- indexing and casts (the tracer's own operations) ---------------------------------------
 
 def getitem(x, index):
-    from .lib.indexing import getitem_p
     spec, arrays = parse_index(index)
     return getitem_p.bind(x, *arrays, index=spec)
 
 
 def setitem(x, index, value):
-    from .lib.indexing import setitem_p
     spec, arrays = parse_index(index)
     return setitem_p.bind(x, value, *arrays, index=spec)
 
 
 def astype(x, dtype):
-    from .lib.elementwise import astype_p
     dtype = np.dtype(dtype)
-    Tracer = _tracer_type()
-    if isinstance(x, Tracer) and x.dtype == dtype:
+    if isinstance(x, Traced) and x.dtype == dtype:
         return copy(x)
     return astype_p.bind(x, dtype=dtype)
 
 
 def copy(x):
     """A fresh tracer for the same value: in SSA a copy needs no equation."""
-    Tracer = _tracer_type()
-    if not isinstance(x, Tracer):
+    if not isinstance(x, Traced):
         return np.array(x, copy=True)
     x._check_fresh()
-    return Tracer(x._rec, x.variable, x.value)
+    return type(x)(x._rec, x.variable, x.value)

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import TraceError
+from .core_prims import project
 from .primitives import Primitive
-from .rrule import project
 from .tangents import NoTangent, ZeroTangent, unthunk
-from .tape import HANDLE, Aval, Eqn, Lit, Origin, Var, freeze_params
+from .tape import HANDLE, Aval, Eqn, Lit, Origin, Var, eval_eqns, freeze_params
 from .tracer import Recorder, Tracer
 
 
@@ -66,14 +66,9 @@ class LiftedRule:
 
         def read(x):
             return env[x] if type(x) is Var else x.value
-
-        def run(eqns):
-            for e in eqns:
-                out = e.prim.impl(*[read(x) for x in e.inputs], **dict(e.params))
-                env.update(zip(e.outputs, out if e.prim.multiple_results else (out,)))
-        run(self.fwd)
+        eval_eqns(self.fwd, env)
         env.update(zip(self.cts, cotangents))
-        run(self.bwd)
+        eval_eqns(self.bwd, env)
         return [read(o) for o in self.outs], [None if g is None else read(g) for g in self.grads]
 
 

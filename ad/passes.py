@@ -16,7 +16,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from .backward import GradTape
+from .backward import VAR_MAPS, GradTape
+from .core_prims import full_p
 from .tape import Eqn, Lit, Tape, Var, gc_paused
 
 FOLD_MAX_SIZE = 1   # fold only scalars: array constants would hide the structure
@@ -30,8 +31,16 @@ def _rebuild(tape: Tape, kept: list[tuple[int, Eqn]], subst: dict) -> Tape:
         return x
     eqns = [replace(e, inputs=tuple(sub(x) for x in e.inputs)) if any(
         type(x) is Var and x in subst for x in e.inputs) else e for _, e in kept]
-    changes = {"eqns": tuple(eqns), "outputs": tuple(sub(x) for x in tape.outputs),
-               "meta": {k: v for k, v in tape.meta.items() if k != "plan"}}
+    old = set(tape.inputs).union(*(e.outputs for e in tape.eqns))
+    new = set(tape.inputs).union(*(e.outputs for _, e in kept))
+
+    def still_defined(k, v) -> bool:
+        return (type(v) is not Var or v in new) and (k not in old or k in new)
+    meta = dict(tape.meta)
+    for key in VAR_MAPS:      # maps onto this tape's variables follow the rewrite
+        if key in meta:
+            meta[key] = {k: sub(v) for k, v in meta[key].items() if still_defined(k, sub(v))}
+    changes = {"eqns": tuple(eqns), "outputs": tuple(sub(x) for x in tape.outputs), "meta": meta}
     if isinstance(tape, GradTape):
         changes["n_forward"] = sum(1 for i, _ in kept if i < tape.n_forward)
     return tape.replace(**changes)
@@ -118,7 +127,6 @@ def simplify(tape: Tape) -> Tape:
     """Algebraic clean-ups. Structural zeros are the outputs of ``full`` with fill 0 (what the
     backward pass emits for unreached cotangents); a product with one is a zero whatever the
     other factor holds, as in JAX's symbolic zeros."""
-    from .lib.creation import full_p
     producers: dict = {}
     zeros: set = set()
     subst: dict = {}

@@ -1,41 +1,72 @@
-"""Primitives: named operations with a numpy implementation and (optionally) an rrule.
+"""Primitives: named operations with a numpy implementation, an rrule and their declared facts.
 
-Primitives are objects, never strings; ``REGISTRY`` maps names to them so a saved tape can be
-loaded by looking names up (never by importing anything named in a file).
+Primitives are objects, never strings. Everything the project knows about one primitive is
+declared once, on the object, next to its rule (``ad.lib``, ``ad.nn``): its traits, its
+checker and test samples, its codegen spelling; the layers above look them up by the object
+(the ONNX exporter keeps its own table keyed by the object). ``REGISTRY`` maps names to
+primitives only so that a saved tape can be loaded by looking names up (never by importing
+anything named in a file); names are therefore unique.
 """
 from __future__ import annotations
 
 from typing import Any, Callable
 
+from .trace_state import find_recorder
+
 REGISTRY: dict[str, "Primitive"] = {}
 BY_FUNCTION: dict[Any, "Primitive"] = {}   # numpy function / ufunc / user function -> primitive
 
+KINDS = ("pure", "random", "opaque")
+
 
 class Primitive:
-    """An operation ``outputs = impl(*operands, **params)``.
+    """An operation ``outputs = impl(*operands, **params)`` and what is known about it.
 
-    multiple_results: impl returns a tuple of arrays.
     params: the names of the static parameters (validated when loading tapes).
-    kind: "pure", "random" (never merged by CSE), or "opaque" (runs a Python closure).
-    returns_view: set for operations numpy implements as views (reshape, transpose, basic
-        indexing), so that writes through stale views are caught.
-    rule: the rrule, set by ``@ad.rrule``.
+    multiple_results: impl returns a tuple of arrays.
+    kind: "pure", "random" (never merged by CSE or folded), or "opaque" (runs a Python closure).
+    function: the numpy function (or user function) whose calls record this primitive.
+    elementwise: applies to each element alone (broadcasting operands).
+    linear_in: the operands the output is linear in (given the others).
+    returns_view: predicate on the operands: does numpy return a view of the first operand?
+    write_through: ``(base, new, *rest, **params) -> new base`` for views that can be written
+        through (``y = x[1:]; y += 1`` changes ``x``).
+    value_dependent_shape: the output shape follows the operand values, not their avals.
+    samples: the checker's and the tests' sample inputs (``ad.samples.Sample``).
+    spelling: how generated code calls it: a format string over ``{0}``, ``{1}``... and the
+        params (``"np.matmul({0}, {1})"``), or a function ``(args, params) -> str``; by default
+        ``np.<name>`` of ``function``.
+    rule: the rrule, set by ``@ad.rrule``; differentiable: False for non_differentiable.
     """
 
     def __init__(self, name: str, impl: Callable, *, params: tuple[str, ...] = (),
                  multiple_results: bool = False, kind: str = "pure", function: Any = None,
-                 doc: str | None = None, replace: bool = False):
-        if name in REGISTRY and not replace:
-            raise ValueError(f"primitive {name!r} is already registered")
+                 doc: str | None = None, elementwise: bool = False, linear_in: tuple[int, ...] = (),
+                 returns_view: Callable | None = None, write_through: Callable | None = None,
+                 value_dependent_shape: bool = False, samples: tuple = (),
+                 spelling: str | Callable | None = None):
+        if kind not in KINDS:
+            raise ValueError(f"primitive kind {kind!r}; choose one of {KINDS}")
+        if name in REGISTRY:
+            raise ValueError(
+                f"a primitive named {name!r} is already registered; names identify primitives in "
+                "saved tapes, so they must be unique: pick another name, or reuse the existing "
+                f"primitive (ad.REGISTRY[{name!r}])")
         self.name = name
         self.impl = impl
         self.params = tuple(params)
         self.multiple_results = multiple_results
         self.kind = kind
         self.function = function
+        self.elementwise = elementwise
+        self.linear_in = tuple(linear_in)
+        self.returns_view = returns_view
+        self.write_through = write_through
+        self.value_dependent_shape = value_dependent_shape
+        self.samples = tuple(samples)
+        self.spelling = spelling
         self.rule = None
         self.differentiable = True
-        self.returns_view = None   # predicate on the operands: does numpy return a view?
         self.__doc__ = doc or getattr(function, "__doc__", None)
         REGISTRY[name] = self
         if function is not None:
@@ -52,9 +83,14 @@ class Primitive:
         return self.name
 
 
-def find_recorder(operands):
-    """Set by ad.tracer (which imports this module): the active recorder among the operands."""
-    raise RuntimeError("ad.tracer is not loaded")
+def unique_name(name: str) -> str:
+    """``name``, or ``name_2``, ``name_3``... if it is taken (a user's lambdas, a redefinition)."""
+    if name not in REGISTRY:
+        return name
+    k = 2
+    while f"{name}_{k}" in REGISTRY:
+        k += 1
+    return f"{name}_{k}"
 
 
 def lookup(f) -> Primitive:
@@ -65,5 +101,5 @@ def lookup(f) -> Primitive:
     if prim is None:
         name = getattr(f, "__name__", repr(f))
         raise KeyError(f"{name} is not a primitive; mark your own functions with @ad.primitive, "
-                       f"or see ad.rules for the numpy functions that have rules")
+                       f"or see ad.lib for the numpy functions that have rules")
     return prim

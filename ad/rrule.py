@@ -3,17 +3,15 @@
 A rule takes the primal operands (and static keyword parameters) and returns ``(y, pullback)``;
 ``pullback(dy)`` returns one cotangent per operand (``NoTangent()`` for those that have none).
 Rules are written with numpy calls on their arguments, so running them on tracers *lifts* them.
-Broadcasting is undone in one place, ``project``, applied by the driver to every cotangent a
-pullback returns; rules never unbroadcast themselves.
+Broadcasting is undone in one place, ``ad.core_prims.project``, applied by the driver to every
+cotangent a pullback returns; rules never unbroadcast themselves.
 """
 from __future__ import annotations
 
 import contextlib
 import functools
 
-import numpy as np
-
-from .primitives import Primitive, lookup
+from .primitives import Primitive, lookup, unique_name
 from .tangents import NoTangent, Thunk, ZeroTangent, unthunk
 
 
@@ -50,11 +48,13 @@ def using_rule(f, rule):
 
 def primitive(f=None, *, name: str | None = None, multiple_results: bool = False):
     """Mark a function as primitive: its calls record as one equation (give it a rule with
-    ``@ad.rrule``). Positional arguments are operands; keyword arguments are static params."""
+    ``@ad.rrule``). Positional arguments are operands; keyword arguments are static params.
+    Without ``name``, the function's qualified name, made unique (``<lambda>_2``): names
+    identify primitives in saved tapes."""
     if f is None:
         return functools.partial(primitive, name=name, multiple_results=multiple_results)
-    prim = Primitive(name or f.__qualname__, f, multiple_results=multiple_results, function=f,
-                     replace=True)
+    prim = Primitive(name or unique_name(f.__qualname__), f, multiple_results=multiple_results,
+                     function=f)
 
     @functools.wraps(f)
     def wrapper(*operands, **params):
@@ -117,22 +117,3 @@ def non_differentiable(*fs):
         rule.__qualname__ = rule.__name__ = f"{prim.name}_rule"
         prim.rule = rule
         prim.differentiable = False
-
-
-def project(aval, ct):
-    """Project a cotangent onto its primal: undo broadcasting, match the dtype, drop the
-    tangent of integer and boolean primals. Works on tracers (lifting) and arrays (closure)."""
-    ct = unthunk(ct)
-    if ct is None or isinstance(ct, (NoTangent, ZeroTangent)):
-        return ct if ct is not None else NoTangent()
-    if not np.issubdtype(aval.dtype, np.inexact):
-        return NoTangent()
-    from .lib.reductions import sum_to
-    if np.shape(ct) != aval.shape:
-        ct = sum_to(ct, shape=aval.shape)
-    ct_dtype = ct.dtype if hasattr(ct, "dtype") else np.result_type(ct)
-    if ct_dtype != aval.dtype:
-        if np.issubdtype(ct_dtype, np.complexfloating) and not np.issubdtype(aval.dtype, np.complexfloating):
-            ct = np.real(ct)
-        ct = ct.astype(aval.dtype) if hasattr(ct, "astype") else np.asarray(ct, aval.dtype)
-    return ct

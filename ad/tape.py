@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from . import pytree
+from .primitives import REGISTRY
 
 
 def gc_paused(fn):
@@ -185,7 +186,6 @@ class Tape:
 
     # -- running ---------------------------------------------------------------------------
     def __call__(self, *args):
-        from .interpret import eval_tape
         flat = self.flatten_args(args)
         out = eval_tape(self, flat)
         return pytree.unflatten(self.out_tree, out) if self.out_tree is not None else tuple(out)
@@ -269,6 +269,19 @@ class InvalidTapeError(ValueError):
     """A tape breaks one of the invariants ``validate`` checks."""
 
 
+class _Where:
+    """``equation 3 (%4:f64[] = sin %2)``, formatted only when an error message needs it."""
+    __slots__ = ("i", "e")
+
+    def __init__(self, i: int, e: Eqn):
+        self.i, self.e = i, e
+
+    def __str__(self) -> str:
+        return f"equation {self.i} ({format_eqn(self.e)})"
+
+    __format__ = lambda self, spec: format(str(self), spec)  # noqa: E731
+
+
 def validate(tape: Tape) -> Tape:
     """Check the tape's invariants and return it; raises InvalidTapeError naming the equation.
 
@@ -280,7 +293,6 @@ def validate(tape: Tape) -> Tape:
     4. Gradient tapes: the forward section holds only "primal" equations and reads no backward
        variable; the backward section holds only backward equations.
     """
-    from .primitives import REGISTRY
     defined: set = set()
     names: set = set()
 
@@ -297,7 +309,7 @@ def validate(tape: Tape) -> Tape:
     n_forward = getattr(tape, "n_forward", None)
     backward_vars: set = set()
     for i, e in enumerate(tape.eqns):
-        where = f"equation {i} ({format_eqn(e)})"
+        where = _Where(i, e)
         if REGISTRY.get(e.prim.name) is not e.prim:
             raise InvalidTapeError(f"{where}: primitive {e.prim.name!r} is not registered")
         if list(e.params) != sorted(e.params, key=lambda kv: kv[0]):
@@ -331,3 +343,52 @@ def validate(tape: Tape) -> Tape:
         if type(x) not in (Var, Lit):
             raise InvalidTapeError(f"output {x!r} is neither Var nor Lit")
     return tape
+
+
+# -- evaluation ------------------------------------------------------------------------------
+
+def _read(env: dict, x):
+    return env[x] if type(x) is Var else x.value
+
+
+def eval_eqns(eqns, env: dict, apply=None) -> dict:
+    """The one equation-evaluation loop: run ``eqns`` reading and writing ``env`` (Var -> value).
+
+    ``apply(eqn, operand_values)`` computes one equation (default: ``eqn.prim.bind``, so tapes
+    run on tracers too: that is how they are differentiated again); a hook that observes or
+    replaces values wraps it.
+    """
+    for e in eqns:
+        vals = [env[x] if type(x) is Var else x.value for x in e.inputs]
+        if apply is not None:
+            out = apply(e, vals)
+        elif e.params:
+            out = e.prim.bind(*vals, **dict(e.params))
+        else:
+            out = e.prim.bind(*vals)
+        if e.prim.multiple_results:
+            env.update(zip(e.outputs, out))
+        else:
+            env[e.outputs[0]] = out
+    return env
+
+
+def eval_tape(tape: Tape, args, env: dict | None = None) -> list:
+    """Evaluate a tape on flat inputs; returns the flat outputs (``env`` collects every value)."""
+    if len(args) != len(tape.inputs):
+        raise TypeError(f"the tape takes {len(tape.inputs)} array inputs, got {len(args)}")
+    env = {} if env is None else env
+    env.update(zip(tape.inputs, args))
+    eval_eqns(tape.eqns, env)
+    return [_read(env, x) for x in tape.outputs]
+
+
+def active_vars(tape: Tape, wrt) -> set:
+    """Activity analysis: the float variables that depend on the inputs ``wrt`` (indices)
+    through differentiable equations. Only their equations need rules; every other equation
+    is a constant of the gradient."""
+    active = {tape.inputs[i] for i in wrt if tape.inputs[i].aval.is_float}
+    for e in tape.eqns:
+        if e.prim.differentiable and any(type(x) is Var and x in active for x in e.inputs):
+            active.update(v for v in e.outputs if v.aval.is_float)
+    return active

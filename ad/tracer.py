@@ -16,28 +16,10 @@ import itertools
 
 import numpy as np
 
-from . import dispatch, primitives
+from . import dispatch
 from .errors import ConcretizationError, MutationError, TraceError, user_location
 from .tape import Aval, Eqn, Lit, Origin, Var, freeze_params
-
-_ACTIVE: list["Recorder"] = []
-
-
-def find_recorder(operands) -> "Recorder | None":
-    """The recorder of the innermost active trace among the operands' tracers."""
-    rec = None
-    for x in operands:
-        if isinstance(x, Tracer):
-            if rec is None or x._rec.level > rec.level:
-                rec = x._rec
-    if rec is not None and not rec.active:
-        raise TraceError("a traced value is used after its trace ended (was it stored in a global "
-                         "or in an object that outlived the traced call?)")
-    return rec
-
-
-primitives.find_recorder = find_recorder
-
+from .trace_state import ACTIVE, Traced
 
 class Recorder:
     """Collects equations for one trace; computes every value eagerly so shapes are known.
@@ -49,20 +31,20 @@ class Recorder:
     def __init__(self, counter=None):
         self.eqns: list[Eqn] = []
         self.counter = counter if counter is not None else itertools.count()
-        self.level = len(_ACTIVE)
+        self.level = len(ACTIVE)
         self.active = False
         self.source: str | None = None
         self.origin = Origin("primal")
         self._consts: dict[int, tuple[object, Lit]] = {}
 
     def __enter__(self):
-        self.level = len(_ACTIVE)
+        self.level = len(ACTIVE)
         self.active = True
-        _ACTIVE.append(self)
+        ACTIVE.append(self)
         return self
 
     def __exit__(self, *exc):
-        _ACTIVE.remove(self)
+        ACTIVE.remove(self)
         self.active = False
 
     def new_var(self, aval: Aval) -> Var:
@@ -126,10 +108,10 @@ def _as_value(value):
     return np.asarray(value)[()]
 
 
-class Tracer:
+class Tracer(Traced):
     """An array being traced. Behaves like an ndarray for numpy code; knows its trace-time value."""
 
-    __slots__ = ("_rec", "variable", "value", "_base", "_version", "__weakref__")
+    __slots__ = ("variable", "value", "_base", "_version", "__weakref__")
     __array_priority__ = 1000.0
 
     def __init__(self, rec: Recorder, var: Var, value):
@@ -239,22 +221,16 @@ class Tracer:
 
 def _write_through(root: Tracer, chain, new):
     """The new value of ``root`` after writing ``new`` into the view ``chain`` derives from it
-    (basic indexing, reshape and transpose steps)."""
-    from .lib.indexing import setitem_p
+    (each step's primitive declares how a write goes through it)."""
     bases = [root]
     for prim, params, rest in chain[:-1]:
         bases.append(prim.bind(bases[-1], *rest, **params))
     for (prim, params, rest), base in reversed(list(zip(chain, bases))):
-        if prim.name == "getitem":
-            new = setitem_p.bind(base, new, *rest, **params)
-        elif prim.name == "reshape":
-            new = np.reshape(new, base.shape)
-        elif prim.name == "transpose":
-            new = np.transpose(new, tuple(np.argsort(params["axes"])))
-        else:
+        if prim.write_through is None:
             raise MutationError(f"in-place write through a {prim.name} view is not supported "
                                 "(numpy makes such views read-only or copies); write into the "
                                 "original array instead")
+        new = prim.write_through(base, new, *rest, **params)
     return new
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..dispatch import _unsupported, astype, implements, setitem
+from ..dispatch import astype, implements, setitem, unsupported
 from ..errors import MutationError
 from ..tracer import Tracer
 from .numeric import as_array
@@ -67,7 +67,7 @@ def _cycled(v, k: int):
 @implements(np.put)
 def _put(a, ind, v, mode="raise"):
     if mode != "raise":
-        raise _unsupported(f"np.put(..., mode={mode!r})", "Clip or wrap the indices yourself.")
+        raise unsupported(f"np.put(..., mode={mode!r})", "Clip or wrap the indices yourself.")
     _check_target(a, "np.put")
     ind = np.ravel(as_array(ind))
     _write(a, np.reshape(setitem(np.ravel(a), ind, _cycled(v, ind.shape[0])), np.shape(a)))

@@ -6,7 +6,7 @@ import string
 
 import numpy as np
 
-from ..dispatch import implements
+from ..dispatch import implements, unsupported
 from ..primitives import Primitive
 from ..rrule import rrule
 from ..tangents import thunk
@@ -105,8 +105,7 @@ def _einsum_rule(*xs, subscripts):
 @implements(np.dot)
 def _dot(a, b, out=None):
     if out is not None:
-        from ..dispatch import _unsupported
-        raise _unsupported("np.dot(..., out=)", "Assign the result instead: c = np.dot(a, b).")
+        raise unsupported("np.dot(..., out=)", "Assign the result instead: c = np.dot(a, b).")
     if np.ndim(a) == 0 or np.ndim(b) == 0:
         return np.multiply(a, b)
     if np.ndim(b) <= 2:

@@ -5,25 +5,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..dispatch import LIKE_FUNCTIONS, copy, implements
+from ..core_prims import full_p
+from ..dispatch import LIKE_FUNCTIONS, copy, implements, unsupported
 from ..primitives import Primitive
-from ..rrule import linear_rule, rrule
+from ..rrule import linear_rule
+from ..tracer import Tracer
 
-full_p = Primitive("full", lambda shape, dtype, fill_value: np.full(shape, fill_value, dtype),
-                   params=("shape", "dtype", "fill_value"), doc="An array filled with one value.")
 array_p = Primitive("array", lambda x: np.array(x, copy=True), doc="A constant as a traced array.")
-
-
-@rrule(full_p)
-def _full_rule(shape, dtype, fill_value):
-    return full_p.bind(shape=shape, dtype=dtype, fill_value=fill_value), lambda dy: ()
 
 
 linear_rule(array_p, lambda dy, x: dy)
 
 
 def _recorder(like):
-    from ..tracer import Tracer
     return like._rec if isinstance(like, Tracer) else None
 
 
@@ -64,7 +58,6 @@ def _empty(shape, dtype=float, order="C", *, like=None, device=None):
 
 @_like(np.full)
 def _full_handler(shape, fill_value, dtype=None, order="C", *, like=None, device=None):
-    from ..tracer import Tracer
     if isinstance(fill_value, Tracer):
         return np.broadcast_to(fill_value, shape) + np.zeros(shape, fill_value.dtype, like=like)
     dtype = np.asarray(fill_value).dtype if dtype is None else dtype
@@ -100,7 +93,6 @@ def _array(obj, dtype=None, *args, like=None, copy_=None, ndmin=0, **kwargs):
 
 def _nested(obj, like):
     """Nested lists of tracers become a stack; constants become an ``array`` equation."""
-    from ..tracer import Tracer
     if isinstance(obj, Tracer):
         return copy(obj)
     if isinstance(obj, (list, tuple)) and _contains_tracer(obj):
@@ -109,7 +101,6 @@ def _nested(obj, like):
 
 
 def _contains_tracer(obj) -> bool:
-    from ..tracer import Tracer
     if isinstance(obj, Tracer):
         return True
     return isinstance(obj, (list, tuple)) and any(_contains_tracer(o) for o in obj)
@@ -123,8 +114,7 @@ def _copy(a, order="K", subok=False):
 def _constant_like(fn):
     def handler(*args, like=None, **kwargs):
         if _contains_tracer(list(args) + list(kwargs.values())):
-            from ..dispatch import _unsupported
-            raise _unsupported(f"np.{fn.__name__} with traced arguments")
+            raise unsupported(f"np.{fn.__name__} with traced arguments")
         return _constant(like, fn(*args, **kwargs))
     return handler
 

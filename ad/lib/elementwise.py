@@ -8,17 +8,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..dispatch import UFUNCS, copy, implements
-from ..primitives import Primitive
-from ..rrule import linear_rule, non_differentiable, rrule, scalar_rule
+from ..core_prims import astype_p
+from ..dispatch import UFUNCS, copy, implements, write_out
+from ..errors import UnsupportedFunctionError
+from ..primitives import BY_FUNCTION, Primitive
+from ..rrule import non_differentiable, rrule, scalar_rule
 from ..tangents import NoTangent, thunk
-
-UFUNC_PRIMS: dict[str, Primitive] = {}
 
 
 def _ufunc_primitive(uf: np.ufunc) -> Primitive:
-    prim = Primitive(uf.__name__, uf, function=uf, multiple_results=uf.nout > 1)
-    UFUNCS[uf] = UFUNC_PRIMS[uf.__name__] = prim
+    """The primitive of a ufunc (the core's own, for add and positive)."""
+    prim = BY_FUNCTION.get(uf) or Primitive(uf.__name__, uf, function=uf, multiple_results=uf.nout > 1,
+                                            elementwise=True)
+    UFUNCS[uf] = prim
     return prim
 
 
@@ -39,10 +41,8 @@ for _uf in (np.add, np.subtract, np.multiply, np.true_divide, np.power, np.float
 # partials take (*operands, y); 1 / -1 mean identity / negation; None means "no gradient".
 LN2, LN10 = float(np.log(2.0)), float(np.log(10.0))   # Python floats: no float32 -> float64 upcast
 
-scalar_rule(np.add, 1, 1)
 scalar_rule(np.subtract, 1, -1)
 scalar_rule(np.negative, -1)
-scalar_rule(np.positive, 1)
 scalar_rule(np.conjugate, 1)
 scalar_rule(np.exp, lambda x, y: y)
 scalar_rule(np.exp2, lambda x, y: y * LN2)
@@ -144,7 +144,7 @@ def _modf_rule(x):
     return (frac, whole), lambda dys: (dys[0],)
 
 
-# -- where, clip, astype -------------------------------------------------------------------------
+# -- where, clip -------------------------------------------------------------------------
 
 where_p = Primitive("where", np.where, function=np.where)
 
@@ -175,7 +175,6 @@ def _clip_handler(a, a_min=None, a_max=None, out=None, *, min=None, max=None, **
     hi = a_max if a_max is not None else max
     result = clip_p.bind(a, -np.inf if lo is None else lo, np.inf if hi is None else hi)
     if out is not None:
-        from ..dispatch import write_out
         return write_out(out, result, "np.clip")
     return result
 
@@ -190,14 +189,9 @@ def _clip_rule(x, lo, hi):
     return y, pullback
 
 
-astype_p = Primitive("astype", lambda x, dtype: np.asarray(x).astype(dtype), params=("dtype",))
-linear_rule(astype_p, lambda dy, x, dtype: dy)   # project() casts back to x's dtype
-
-
 @implements(np.real)
 def _real(val):
     if np.iscomplexobj(val):
-        from ..errors import UnsupportedFunctionError
         raise UnsupportedFunctionError("np.real of a complex traced value: complex numbers are not "
                                        "supported yet")
     return copy(val)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..dispatch import _unsupported, implements
+from ..dispatch import implements, unsupported
 from ..primitives import Primitive
 from ..rrule import rrule
 
@@ -251,7 +251,7 @@ def _svd(a, full_matrices=True, compute_uv=True, hermitian=False):
         return svd_p.bind(a)[1]
     m, n = np.shape(a)[-2:]
     if full_matrices and m != n:
-        raise _unsupported(
+        raise unsupported(
             f"np.linalg.svd(a, full_matrices=True) of a {m}x{n} matrix",
             "The extra columns of u (or rows of vh) are not unique, so they have no gradient. "
             "Fix: pass full_matrices=False.")
@@ -282,7 +282,7 @@ def _qr(a, mode="reduced"):
         return qr_p.bind(a)[1]
     if mode == "reduced" or (mode == "complete" and m <= n):
         return _QRResult(*qr_p.bind(a))
-    raise _unsupported(f"np.linalg.qr(a, mode={mode!r}) of a {m}x{n} matrix",
+    raise unsupported(f"np.linalg.qr(a, mode={mode!r}) of a {m}x{n} matrix",
                        "Only mode='reduced' and 'r' have rules (the completed columns of q are "
                        "not unique). Fix: pass mode='reduced'.")
 
@@ -295,6 +295,6 @@ def _pinv(a, rcond=None, hermitian=False, *, rtol=np._NoValue):
     elif rtol is not np._NoValue:
         raise ValueError("`rtol` and `rcond` can't be both set.")
     if np.ndim(rcond):
-        raise _unsupported("np.linalg.pinv with an array rcond", "Pass one float.")
+        raise unsupported("np.linalg.pinv with an array rcond", "Pass one float.")
     return pinv_p.bind(a, rcond=float(rcond), hermitian=bool(hermitian))
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..dispatch import FUNCTIONS, LIKE_FUNCTIONS, UFUNC_METHODS, UFUNCS, _unsupported, implements, write_out
+from ..dispatch import FUNCTIONS, LIKE_FUNCTIONS, UFUNC_METHODS, UFUNCS, implements, unsupported, write_out
 from ..tracer import Tracer
 from .reductions import normalize_axis
 
@@ -180,7 +180,7 @@ def _log_reduce(name, exp, log):
     """logaddexp.reduce as a shifted log-sum-exp (the shift cancels in value and gradient)."""
     def reduce(a, axis=0, dtype=None, out=None, keepdims=False, **kwargs):
         if out is not None or kwargs:
-            raise _unsupported(f"np.{name}.reduce(..., out=/initial=/where=)")
+            raise unsupported(f"np.{name}.reduce(..., out=/initial=/where=)")
         a = as_array(a) if dtype is None else as_array(a).astype(dtype)
         shift = np.max(a, axis=axis, keepdims=True)
         shift = np.where(np.isfinite(shift), shift, 0)
@@ -199,7 +199,7 @@ def _outer(uf):
     """``np.multiply.outer(a, b)`` and friends: the ufunc on a reshaped to broadcast against b."""
     def outer(a, b, **kwargs):
         if kwargs:
-            raise _unsupported(f"np.{uf.__name__}.outer(..., {', '.join(kwargs)}=)")
+            raise unsupported(f"np.{uf.__name__}.outer(..., {', '.join(kwargs)}=)")
         a, b = as_array(a), as_array(b)
         return uf(np.reshape(a, a.shape + (1,) * b.ndim), b)
     return outer
@@ -273,7 +273,7 @@ def _correlate(a, v, mode="valid"):
 @implements(np.interp)
 def _interp(x, xp, fp, left=None, right=None, period=None):
     if period is not None:
-        raise _unsupported("np.interp(..., period=)", "Wrap x into the period with np.remainder first.")
+        raise unsupported("np.interp(..., period=)", "Wrap x into the period with np.remainder first.")
     x, xp, fp = (as_array(v).astype(np.float64) for v in traced_together(x, xp, fp))  # as numpy: float64
     i = np.clip(np.searchsorted(xp, x, side="right") - 1, 0, len(xp) - 2)
     x0, x1, f0, f1 = xp[i], xp[i + 1], fp[i], fp[i + 1]

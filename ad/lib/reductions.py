@@ -1,11 +1,11 @@
-"""Reductions and scans: sum, mean, prod, max/min, cumsum/cumprod, sum_to; var/std/average as
+"""Reductions and scans: sum, mean, prod, max/min, cumsum/cumprod; var/std/average as
 compositions of those. Axis arguments are normalised to sorted tuples (or None) so that equal
 calls have equal params (for the cache and CSE)."""
 from __future__ import annotations
 
 import numpy as np
 
-from ..dispatch import UFUNC_METHODS, implements
+from ..dispatch import UFUNC_METHODS, implements, unsupported
 from ..primitives import Primitive
 from ..rrule import linear_rule, non_differentiable, rrule
 
@@ -65,8 +65,7 @@ def _reduce_handler(prim):
     def handler(a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue,
                 where=np._NoValue):
         if out is not None or initial is not np._NoValue or where is not np._NoValue:
-            from ..dispatch import _unsupported
-            raise _unsupported(f"np.{prim.name}(..., out=/initial=/where=)")
+            raise unsupported(f"np.{prim.name}(..., out=/initial=/where=)")
         if dtype is not None:
             a = a.astype(dtype) if hasattr(a, "astype") else np.asarray(a, dtype)
         return prim.bind(a, axis=normalize_axis(axis, np.ndim(a)), keepdims=bool(keepdims))
@@ -130,30 +129,6 @@ rrule(max_p)(_extremum_rule(np.max))
 rrule(min_p)(_extremum_rule(np.min))
 
 
-# -- sum_to: the projection of broadcasting ----------------------------------------------------
-
-def _sum_to(x, shape):
-    shape = tuple(shape)
-    x = np.asarray(x)
-    lead = x.ndim - len(shape)
-    if lead < 0 or any(s != 1 and s != n for s, n in zip(shape, x.shape[lead:])):
-        raise ValueError(f"a cotangent of shape {x.shape} cannot be summed to its primal's shape "
-                         f"{shape}: the pullback returned a wrongly shaped cotangent")
-    axes = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape) if s == 1 and x.shape[lead + i] != 1)
-    return np.sum(x, axis=axes).reshape(shape) if axes else x.reshape(shape)
-
-
-sum_to_p = Primitive("sum_to", _sum_to, params=("shape",),
-                     doc="Sum a broadcast cotangent back to its primal's shape (unbroadcast).")
-linear_rule(sum_to_p, lambda dy, x, shape: np.broadcast_to(dy, x.shape))
-
-
-def sum_to(x, shape):
-    """Unbroadcast ``x`` to ``shape`` (no equation when the shapes already agree)."""
-    shape = tuple(shape)
-    return x if np.shape(x) == shape else sum_to_p.bind(x, shape=shape)
-
-
 # -- scans -------------------------------------------------------------------------------------
 
 def _scan(name, fn):
@@ -167,8 +142,7 @@ cumprod_p = _scan("cumprod", np.cumprod)
 def _scan_handler(prim):
     def handler(a, axis=None, dtype=None, out=None):
         if out is not None:
-            from ..dispatch import _unsupported
-            raise _unsupported(f"np.{prim.name}(..., out=)")
+            raise unsupported(f"np.{prim.name}(..., out=)")
         if dtype is not None:
             a = a.astype(dtype)
         if axis is None:
@@ -230,8 +204,7 @@ UFUNC_METHODS[(np.multiply, "accumulate")] = lambda a, axis=0, dtype=None, out=N
 def _var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=np._NoValue, mean=np._NoValue,
          correction=np._NoValue):
     if out is not None or where is not np._NoValue or mean is not np._NoValue:
-        from ..dispatch import _unsupported
-        raise _unsupported("np.var(..., out=/where=/mean=)")
+        raise unsupported("np.var(..., out=/where=/mean=)")
     if correction is not np._NoValue:
         ddof = correction
     d = a - np.mean(a, axis=axis, dtype=dtype, keepdims=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..dispatch import _unsupported, implements
+from ..dispatch import implements, unsupported
 from ..primitives import Primitive
 from ..rrule import non_differentiable
 from ..tracer import Tracer
@@ -62,7 +62,7 @@ def _positions(condition):
 @implements(np.compress)
 def _compress(condition, a, axis=None, out=None):
     if out is not None:
-        raise _unsupported("np.compress(..., out=)")
+        raise unsupported("np.compress(..., out=)")
     a, axis = _flat_axis(a, axis)
     return np.take(a, _positions(condition), axis=axis)
 
@@ -75,7 +75,7 @@ def _extract(condition, arr):
 @implements(np.choose)
 def _choose(a, choices, out=None, mode="raise"):
     if out is not None or mode != "raise":
-        raise _unsupported("np.choose(..., out=/mode=)", "Clip or wrap the indices yourself.")
+        raise unsupported("np.choose(..., out=/mode=)", "Clip or wrap the indices yourself.")
     parts = np.broadcast_arrays(*traced_together(as_array(a), *[as_array(c) for c in choices]))
     stacked = np.stack(parts[1:])
     return np.take_along_axis(stacked, parts[0][None], axis=0)[0]
@@ -84,7 +84,7 @@ def _choose(a, choices, out=None, mode="raise"):
 @implements(np.delete)
 def _delete(arr, obj, axis=None):
     if isinstance(obj, Tracer):
-        raise _unsupported("np.delete with traced positions", "Select what to keep with a boolean "
+        raise unsupported("np.delete with traced positions", "Select what to keep with a boolean "
                            "mask: x[mask], with the mask computed from the values.")
     arr, axis = _flat_axis(arr, axis)
     keep = np.delete(np.arange(arr.shape[axis]), obj)    # numpy's own rules for obj, on positions

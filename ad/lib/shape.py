@@ -1,28 +1,15 @@
-"""Shape primitives (reshape, transpose, broadcast_to, concatenate, roll) and the many numpy
-shape functions written as compositions of them (squeeze, stack, split, flip, tile, pad...).
+"""Shape primitives (concatenate, roll; reshape, transpose and broadcast_to are the core's) and
+the many numpy shape functions written as compositions of them (squeeze, stack, split, flip, tile, pad...).
 Compositions need no rule of their own: they lift for free."""
 from __future__ import annotations
 
 import numpy as np
 
-from ..dispatch import implements
+from ..core_prims import broadcast_to_p, reshape_p, transpose_p
+from ..dispatch import copy as copy_tracer, implements
 from ..primitives import Primitive
 from ..rrule import linear_rule, rrule
 from .reductions import normalize_axis
-
-
-def _always(operands) -> bool:
-    return True
-
-
-reshape_p = Primitive("reshape", lambda x, shape: np.reshape(x, shape), params=("shape",),
-                      function=np.reshape)
-transpose_p = Primitive("transpose", lambda x, axes: np.transpose(x, axes), params=("axes",),
-                        function=np.transpose)
-broadcast_to_p = Primitive("broadcast_to", lambda x, shape: np.broadcast_to(x, shape),
-                           params=("shape",), function=np.broadcast_to)
-for _p in (reshape_p, transpose_p, broadcast_to_p):
-    _p.returns_view = _always
 
 
 def _concatenate(*xs, axis):
@@ -33,9 +20,6 @@ concatenate_p = Primitive("concatenate", _concatenate, params=("axis",), functio
 roll_p = Primitive("roll", lambda x, shift, axis: np.roll(x, shift, axis), params=("shift", "axis"),
                    function=np.roll)
 
-linear_rule(reshape_p, lambda dy, x, shape: np.reshape(dy, x.shape))
-linear_rule(transpose_p, lambda dy, x, axes: np.transpose(dy, tuple(np.argsort(axes))))
-linear_rule(broadcast_to_p, lambda dy, x, shape: dy)   # project() sums back to x's shape
 linear_rule(roll_p, lambda dy, x, shift, axis: np.roll(dy, tuple(-s for s in shift), axis))
 
 
@@ -66,7 +50,6 @@ def _reshape(a, shape=None, order="C", *, newshape=None, copy=None):
         raise NotImplementedError("np.reshape with order other than 'C' has no rule")
     shape = _shape_tuple(shape if shape is not None else newshape, np.size(a))
     if tuple(np.shape(a)) == shape:
-        from ..dispatch import copy as copy_tracer
         return copy_tracer(a)
     return reshape_p.bind(a, shape=shape)
 

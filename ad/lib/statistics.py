@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..dispatch import _unsupported, implements, write_out
+from ..dispatch import implements, unsupported, write_out
 from ..tracer import Tracer
 from .numeric import as_array
 from .reductions import axes_to_front
@@ -30,7 +30,7 @@ def _nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
 
 def _no_extras(name, out=None, where=np._NoValue, initial=np._NoValue):
     if out is not None or where is not np._NoValue or initial is not np._NoValue:
-        raise _unsupported(f"np.{name}(..., out=/where=/initial=)")
+        raise unsupported(f"np.{name}(..., out=/where=/initial=)")
 
 
 def _nan_extremum(name, reduce, fill):
@@ -83,7 +83,7 @@ def _nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where
             mean=np._NoValue, correction=np._NoValue):
     _no_extras("nanvar", out, where)
     if mean is not np._NoValue:
-        raise _unsupported("np.nanvar(..., mean=)")
+        raise unsupported("np.nanvar(..., mean=)")
     ddof = ddof if correction is np._NoValue else correction
     a = as_array(a) if dtype is None else as_array(a).astype(dtype)
     if not np.issubdtype(a.dtype, np.inexact):
@@ -123,7 +123,7 @@ def _quantiles(s, q, count, method, weak):
     """Quantiles ``q`` (any shape) of ``s`` sorted along axis 0 with ``count`` valid values per
     slice (an int, or an array shaped ``s.shape[1:]`` for the nan versions)."""
     if method not in _METHODS:
-        raise _unsupported(f"np.quantile(..., method={method!r})", f"Use one of {_METHODS}.")
+        raise unsupported(f"np.quantile(..., method={method!r})", f"Use one of {_METHODS}.")
     qshape = np.shape(q)
     qk = np.reshape(q, (-1,) + (1,) * (np.ndim(s) - 1))
     last = count - 1
@@ -165,7 +165,7 @@ def _quantile_handler(name, scale, skip_nan):
     def handler(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *,
                 weights=None, interpolation=None):
         if out is not None or weights is not None or interpolation is not None:
-            raise _unsupported(f"np.{name}(..., out=/weights=/interpolation=)")
+            raise unsupported(f"np.{name}(..., out=/weights=/interpolation=)")
         weak = type(q) in (int, float)
         q = as_array(q) if scale == 1 else np.true_divide(as_array(q), scale)
         _check_q(q)
@@ -182,7 +182,7 @@ implements(np.nanpercentile)(_quantile_handler("nanpercentile", 100, True))
 @implements(np.median)
 def _median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     if out is not None:
-        raise _unsupported("np.median(..., out=)")
+        raise unsupported("np.median(..., out=)")
     data, kept = axes_to_front(as_array(a), axis)
     s = np.sort(data, axis=0)
     n = np.shape(s)[0]
@@ -195,7 +195,7 @@ def _median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
 @implements(np.nanmedian)
 def _nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     if out is not None:
-        raise _unsupported("np.nanmedian(..., out=)")
+        raise unsupported("np.nanmedian(..., out=)")
     data, kept = axes_to_front(as_array(a), axis)
     s = np.sort(data, axis=0)
     count = np.sum(~np.isnan(data), axis=0)
@@ -210,7 +210,7 @@ def _nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
 @implements(np.cov)
 def _cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None, *, dtype=None):
     if fweights is not None or aweights is not None:
-        raise _unsupported("np.cov(..., fweights=/aweights=)", "Weight the centred data yourself: "
+        raise unsupported("np.cov(..., fweights=/aweights=)", "Weight the centred data yourself: "
                            "(x * w) @ x.T / w.sum().")
     m = as_array(m)
     if m.ndim > 2:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..dispatch import copy, implements
+from ..dispatch import copy, implements, write_out
 from ..errors import UnsupportedFunctionError
 from ..primitives import Primitive
 from ..rrule import non_differentiable
@@ -21,7 +21,6 @@ non_differentiable(round_p)
 def _round(a, decimals=0, out=None):
     result = round_p.bind(a, decimals=int(decimals))
     if out is not None:
-        from ..dispatch import write_out
         return write_out(out, result, "np.round")
     return result
 

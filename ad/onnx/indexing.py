@@ -1,7 +1,7 @@
 """Lowering numpy indexing: getitem to Slice / Gather / GatherND, setitem and index_add to
 ScatterND.
 
-An index spec (see ``ad.dispatch.parse_index``) is first made explicit: ``...`` expanded and
+An index spec (see ``ad.core_prims.parse_index``) is first made explicit: ``...`` expanded and
 one item per axis. Basic items become one Slice; with integer-array operands, the advanced axes
 are gathered (Gather for one, GatherND after moving them to the front for several) and the
 gathered block is placed where numpy places it: at the first advanced axis if the advanced
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..dispatch import build_index
+from ..core_prims import build_index
 from ..tape import Lit
 
 FULL = ("slice", None, None, None)

@@ -1,35 +1,15 @@
-"""Running tapes: the plain interpreter and the closure-form (eager rrule) interpreter."""
+"""The closure form: run every rule eagerly and call the pullback closures it returns in reverse.
+
+The reference the lifted form is checked against (the checker, the debugger's comparison
+panel, ``ad.grad(..., form="closure")``): nothing here reads a lifted template.
+"""
 from __future__ import annotations
 
-from .rrule import project
+import numpy as np
+
+from .core_prims import project
 from .tangents import NoTangent, ZeroTangent
-from .tape import Tape, Var
-
-
-def _plan(tape: Tape):
-    """Per-equation (bind, inputs, kwargs, outputs, multiple) once per tape: the interpreter's
-    inner loop then does no dictionary building."""
-    plan = tape.meta.get("plan")
-    if plan is None:
-        plan = tape.meta["plan"] = [(e.prim.bind, e.inputs, dict(e.params), e.outputs,
-                                     e.prim.multiple_results) for e in tape.eqns]
-    return plan
-
-
-def eval_tape(tape: Tape, args, env: dict | None = None) -> list:
-    """Evaluate a tape on flat inputs. Works on tracers too (that is how tapes are
-    differentiated again): every equation goes through ``Primitive.bind``."""
-    if len(args) != len(tape.inputs):
-        raise TypeError(f"the tape takes {len(tape.inputs)} array inputs, got {len(args)}")
-    env = {} if env is None else env
-    env.update(zip(tape.inputs, args))
-    for bind, inputs, kwargs, outputs, multiple in _plan(tape):
-        out = bind(*[env[x] if type(x) is Var else x.value for x in inputs], **kwargs)
-        if multiple:
-            env.update(zip(outputs, out))
-        else:
-            env[outputs[0]] = out
-    return [env[x] if type(x) is Var else x.value for x in tape.outputs]
+from .tape import Tape, Var, active_vars, eval_eqns
 
 
 def eval_closure(primal: Tape, args, wrt: list[int], seeds: list, observe=None) -> tuple[list, list]:
@@ -41,26 +21,24 @@ def eval_closure(primal: Tape, args, wrt: list[int], seeds: list, observe=None) 
     each equation and ``observe("backward", eqn, cotangents, raw_cotangents)`` after each
     pullback (the checker watches values and residuals through it).
     """
-    import numpy as np
-
     env = dict(zip(primal.inputs, args))
-    active = {primal.inputs[i] for i in wrt}
+    active = active_vars(primal, wrt)
     stack = []
-    for e in primal.eqns:
-        vals = [env[x] if type(x) is Var else x.value for x in e.inputs]
-        needs = tuple(type(x) is Var and x in active and x.aval.is_float for x in e.inputs)
+
+    def run_rule(e, vals):
+        needs = tuple(type(x) is Var and x in active for x in e.inputs)
         pullback = None
         if any(needs) and e.prim.differentiable:
             if e.prim.rule is None:
                 raise NotImplementedError(f"{e.prim.name} has no rule (at {e.source})")
             y, pullback = e.prim.rule(*vals, **dict(e.params))
             stack.append((e, pullback, needs))
-            active.update(v for v in e.outputs if v.aval.is_float)
         else:
-            y = e.prim.impl(*vals, **dict(e.params))
-        env.update(zip(e.outputs, y if e.prim.multiple_results else (y,)))
+            y = e.prim.bind(*vals, **dict(e.params))
         if observe is not None:
             observe("forward", e, vals, y, pullback)
+        return y
+    eval_eqns(primal.eqns, env, run_rule)
     ct: dict = {}
     for out, seed in zip(primal.outputs, seeds):
         if seed is not None and type(out) is Var and out in active:

@@ -1,0 +1,207 @@
+"""The primitives the machinery itself emits, and ``project``.
+
+The backward pass accumulates with ``add`` and fills zeros and seeds with ``full``; ``project``
+unbroadcasts with ``sum_to`` and casts with ``astype``; the tracer records indexing as
+``getitem``/``setitem`` and writes through ``reshape``/``transpose`` views. They live here, below
+the rule library (which registers the numpy functions that reach them), so that the core never
+imports ``ad.lib``. Index specs are static params: ints, None, "...", ("slice", start, stop,
+step) and ("array", k) for the k-th index operand (integer arrays, traced or constant).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .primitives import Primitive
+from .rrule import linear_rule, rrule, scalar_rule
+from .tangents import NoTangent, ZeroTangent, unthunk
+from .trace_state import Traced
+
+# -- elementwise -------------------------------------------------------------------------------
+
+add_p = Primitive("add", np.add, function=np.add, elementwise=True, linear_in=(0, 1))
+positive_p = Primitive("positive", np.positive, function=np.positive, elementwise=True, linear_in=(0,))
+scalar_rule(add_p, 1, 1)
+scalar_rule(positive_p, 1)
+
+astype_p = Primitive("astype", lambda x, dtype: np.asarray(x).astype(dtype), params=("dtype",),
+                     elementwise=True, linear_in=(0,))
+linear_rule(astype_p, lambda dy, x, dtype: dy)   # project() casts back to x's dtype
+
+full_p = Primitive("full", lambda shape, dtype, fill_value: np.full(shape, fill_value, dtype),
+                   params=("shape", "dtype", "fill_value"), doc="An array filled with one value.")
+
+
+@rrule(full_p)
+def _full_rule(shape, dtype, fill_value):
+    return full_p.bind(shape=shape, dtype=dtype, fill_value=fill_value), lambda dy: ()
+
+
+# -- shapes -----------------------------------------------------------------------------------
+
+def _always(operands) -> bool:
+    return True
+
+
+def _unpermute(axes) -> tuple[int, ...]:
+    return tuple(int(i) for i in np.argsort(axes))
+
+
+reshape_p = Primitive("reshape", lambda x, shape: np.reshape(x, shape), params=("shape",),
+                      function=np.reshape, linear_in=(0,), returns_view=_always,
+                      write_through=lambda base, new, shape: np.reshape(new, base.shape))
+transpose_p = Primitive("transpose", lambda x, axes: np.transpose(x, axes), params=("axes",),
+                        function=np.transpose, linear_in=(0,), returns_view=_always,
+                        write_through=lambda base, new, axes: np.transpose(new, _unpermute(axes)))
+broadcast_to_p = Primitive("broadcast_to", lambda x, shape: np.broadcast_to(x, shape),
+                           params=("shape",), function=np.broadcast_to, linear_in=(0,),
+                           returns_view=_always)
+linear_rule(reshape_p, lambda dy, x, shape: np.reshape(dy, x.shape))
+linear_rule(transpose_p, lambda dy, x, axes: np.transpose(dy, _unpermute(axes)))
+linear_rule(broadcast_to_p, lambda dy, x, shape: dy)   # project() sums back to x's shape
+
+
+def _sum_to(x, shape):
+    shape = tuple(shape)
+    x = np.asarray(x)
+    lead = x.ndim - len(shape)
+    if lead < 0 or any(s != 1 and s != n for s, n in zip(shape, x.shape[lead:])):
+        raise ValueError(f"a cotangent of shape {x.shape} cannot be summed to its primal's shape "
+                         f"{shape}: the pullback returned a wrongly shaped cotangent")
+    axes = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape) if s == 1 and x.shape[lead + i] != 1)
+    return np.sum(x, axis=axes).reshape(shape) if axes else x.reshape(shape)
+
+
+sum_to_p = Primitive("sum_to", _sum_to, params=("shape",), linear_in=(0,),
+                     doc="Sum a broadcast cotangent back to its primal's shape (unbroadcast).")
+linear_rule(sum_to_p, lambda dy, x, shape: np.broadcast_to(dy, x.shape))
+
+
+def sum_to(x, shape):
+    """Unbroadcast ``x`` to ``shape`` (no equation when the shapes already agree)."""
+    shape = tuple(shape)
+    return x if np.shape(x) == shape else sum_to_p.bind(x, shape=shape)
+
+
+# -- indexing ---------------------------------------------------------------------------------
+
+def parse_index(index) -> tuple[tuple, list]:
+    """``x[index]`` as (static spec, index operands); boolean masks become their nonzero parts."""
+    items = index if isinstance(index, tuple) else (index,)
+    spec, arrays = [], []
+    for it in items:
+        if it is None:
+            spec.append(None)
+        elif it is Ellipsis:
+            spec.append("...")
+        elif isinstance(it, slice):
+            spec.append(("slice", _static_int(it.start), _static_int(it.stop), _static_int(it.step)))
+        elif isinstance(it, (int, np.integer)) and not isinstance(it, (bool, np.bool_)):
+            spec.append(int(it))
+        else:
+            if not isinstance(it, Traced):
+                it = np.asarray(it)
+            if it.dtype == np.bool_:
+                for part in np.nonzero(it):
+                    spec.append(("array", len(arrays)))
+                    arrays.append(part)
+                continue
+            if not np.issubdtype(it.dtype, np.integer):
+                raise IndexError(f"arrays used as indices must be integer or boolean, not {it.dtype}")
+            spec.append(("array", len(arrays)))
+            arrays.append(it)
+    return tuple(spec), arrays
+
+
+def _static_int(x):
+    return None if x is None else int(x.__index__())
+
+
+def build_index(spec, arrays) -> tuple:
+    """The numpy index a spec stands for, with ``arrays`` as its index operands."""
+    out = []
+    for s in spec:
+        if s == "...":
+            out.append(Ellipsis)
+        elif isinstance(s, tuple):
+            out.append(slice(*s[1:]) if s[0] == "slice" else arrays[s[1]])
+        else:
+            out.append(s)
+    return tuple(out)
+
+
+def _getitem(x, *arrays, index):
+    return np.asarray(x)[build_index(index, arrays)]
+
+
+def _setitem(x, value, *arrays, index):
+    out = np.array(x, copy=True)
+    out[build_index(index, arrays)] = value
+    return out
+
+
+def _index_add(x, value, *arrays, index):
+    out = np.array(x, copy=True)
+    np.add.at(out, build_index(index, arrays), value)
+    return out
+
+
+getitem_p = Primitive("getitem", _getitem, params=("index",), doc="x[index]", linear_in=(0,),
+                      returns_view=lambda operands: len(operands) == 1,   # basic indexing only
+                      write_through=lambda base, new, *arrays, index:
+                          setitem_p.bind(base, new, *arrays, index=index))
+setitem_p = Primitive("setitem", _setitem, params=("index",), linear_in=(0, 1),
+                      doc="A copy of x with x[index] = value (functional in-place write).")
+index_add_p = Primitive("index_add", _index_add, params=("index",), linear_in=(0, 1),
+                        doc="A copy of x with value added at index, repeats accumulating "
+                            "(np.add.at): the scatter-add that transposes a gather.")
+
+
+@rrule(getitem_p)
+def _getitem_rule(x, *arrays, index):
+    y = getitem_p.bind(x, *arrays, index=index)
+
+    def pullback(dy):
+        zeros = np.zeros_like(x)
+        if arrays:   # a gather: repeated indices must accumulate
+            dx = index_add_p.bind(zeros, dy, *arrays, index=index)
+        else:
+            dx = setitem_p.bind(zeros, dy, index=index)
+        return (dx,) + (NoTangent(),) * len(arrays)
+    return y, pullback
+
+
+@rrule(setitem_p)
+def _setitem_rule(x, value, *arrays, index):
+    y = setitem_p.bind(x, value, *arrays, index=index)
+
+    def pullback(dy):
+        dx = setitem_p.bind(dy, 0, *arrays, index=index)
+        dvalue = getitem_p.bind(dy, *arrays, index=index)
+        return (dx, dvalue) + (NoTangent(),) * len(arrays)
+    return y, pullback
+
+
+@rrule(index_add_p)
+def _index_add_rule(x, value, *arrays, index):
+    y = index_add_p.bind(x, value, *arrays, index=index)
+    return y, lambda dy: (dy, getitem_p.bind(dy, *arrays, index=index)) + (NoTangent(),) * len(arrays)
+
+
+# -- project ------------------------------------------------------------------------------------
+
+def project(aval, ct):
+    """Project a cotangent onto its primal: undo broadcasting, match the dtype, drop the
+    tangent of integer and boolean primals. Works on tracers (lifting) and arrays (closure)."""
+    ct = unthunk(ct)
+    if ct is None or isinstance(ct, (NoTangent, ZeroTangent)):
+        return ct if ct is not None else NoTangent()
+    if not np.issubdtype(aval.dtype, np.inexact):
+        return NoTangent()
+    if np.shape(ct) != aval.shape:
+        ct = sum_to(ct, shape=aval.shape)
+    ct_dtype = ct.dtype if hasattr(ct, "dtype") else np.result_type(ct)
+    if ct_dtype != aval.dtype:
+        if np.issubdtype(ct_dtype, np.complexfloating) and not np.issubdtype(aval.dtype, np.complexfloating):
+            ct = np.real(ct)
+        ct = ct.astype(aval.dtype) if hasattr(ct, "astype") else np.asarray(ct, aval.dtype)
+    return ct

@@ -1,0 +1,131 @@
+"""The architecture as tests: imports point down the layers (no cycles, no function-local imports
+of the project's own modules hiding one), and ``ad`` loads without the drawing or widget stack.
+docs/architecture.md describes the layers these tests hold."""
+from __future__ import annotations
+
+import ast
+import pathlib
+import subprocess
+import sys
+
+import networkx as nx
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+PACKAGES = ("ad", "tapeviz")
+
+# Modules that may be imported inside a function, and why: each needs an optional dependency
+# that importing its parent must not require.
+OPTIONAL = {
+    "ad.onnx": "needs the onnx package (the `onnx` extra)",
+    "tapeviz.debugger": "needs ipywidgets (the widget is imported when first used)",
+    "tapeviz.debugger.widget": "needs ipywidgets (the widget is imported when first used)",
+}
+
+
+def _modules() -> dict[str, pathlib.Path]:
+    out = {}
+    for pkg in PACKAGES:
+        for path in (ROOT / pkg).rglob("*.py"):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            out[name] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _is_package(name: str) -> bool:
+    return MODULES.get(name, pathlib.Path()).name == "__init__.py"
+
+
+def _resolve(importer: str, node: ast.ImportFrom | ast.Import) -> list[str]:
+    """The project modules an import statement loads (a package's ``__init__`` counts)."""
+    if isinstance(node, ast.Import):
+        targets = [a.name for a in node.names]
+    else:
+        if node.level:
+            base = importer.split(".")
+            base = base if _is_package(importer) else base[:-1]
+            base = base[:len(base) - node.level + 1]
+            module = ".".join(base + ([node.module] if node.module else []))
+        else:
+            module = node.module or ""
+        subs = [f"{module}.{a.name}" for a in node.names if f"{module}.{a.name}" in MODULES]
+        targets = subs if len(subs) == len(node.names) else subs + [module]
+    out = []
+    ancestors = {".".join(importer.split(".")[:k]) for k in range(1, importer.count(".") + 2)}
+    for t in targets:
+        if t.split(".")[0] not in PACKAGES:
+            continue
+        parts = t.split(".")
+        out += [p for p in (".".join(parts[:k]) for k in range(1, len(parts) + 1))
+                if p in MODULES and p not in ancestors]
+    return out
+
+
+def _outside_functions(node):
+    """Import statements that run when the module loads (if/try/class blocks included)."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, (ast.Import, ast.ImportFrom)):
+            yield child
+        elif not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            yield from _outside_functions(child)
+
+
+def _imports(name: str):
+    """(module-level imports, function-local imports) of one module, as (lineno, target)."""
+    tree = ast.parse(MODULES[name].read_text())
+    top = [(node.lineno, t) for node in _outside_functions(tree) for t in _resolve(name, node)]
+    local = []
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for sub in ast.walk(fn):
+                if isinstance(sub, (ast.Import, ast.ImportFrom)):
+                    local += [(sub.lineno, t) for t in _resolve(name, sub)]
+    return top, local
+
+
+def test_no_function_local_imports_of_project_modules():
+    found = []
+    for name in sorted(MODULES):
+        for line, target in _imports(name)[1]:
+            if target not in OPTIONAL:
+                found.append(f"{MODULES[name].relative_to(ROOT)}:{line} imports {target}")
+    assert not found, ("function-local imports of the project's own modules (each one hides an "
+                       "import cycle; let the dependency point down instead):\n" + "\n".join(sorted(set(found))))
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_import_cycles(package):
+    graph = nx.DiGraph()
+    for name in MODULES:
+        if name.split(".")[0] == package:
+            graph.add_node(name)
+            top, local = _imports(name)
+            graph.add_edges_from((name, t) for _, t in top + local
+                                 if t.split(".")[0] == package and t not in OPTIONAL)
+    cycles = sorted(nx.simple_cycles(graph), key=len)
+    assert not cycles, f"import cycles in {package}: " + "; ".join(" -> ".join(c + c[:1]) for c in cycles[:5])
+
+
+def test_the_resolver_follows_relative_and_package_imports():
+    """What the two tests above rely on: relative imports resolve to modules, a package's
+    ``__init__`` counts as imported, and a function-local import is seen."""
+    def resolve(importer, code):
+        return _resolve(importer, ast.parse(code).body[0])
+    assert resolve("ad.api", "from .tape import Tape") == ["ad.tape"]
+    assert resolve("ad.lib.shape", "from ..core_prims import reshape_p") == ["ad.core_prims"]
+    assert resolve("ad.lib.shape", "from .reductions import normalize_axis") == ["ad.lib.reductions"]
+    assert resolve("ad.lib.shape", "from .. import pytree") == ["ad.pytree"]
+    assert resolve("ad.tape", "from .lib.indexing import getitem_p") == ["ad.lib", "ad.lib.indexing"]
+    assert resolve("ad", "from . import lib") == ["ad.lib"]
+    assert resolve("tapeviz.graph", "import numpy") == []
+    assert ("ad.tape" in {t for _, t in _imports("ad.backward")[0]})
+
+
+def test_ad_imports_without_the_drawing_and_widget_stack():
+    code = ("import sys, ad; heavy = {'networkx', 'graphviz', 'ipywidgets', 'onnx', 'torch'} & "
+            "set(sys.modules); assert not heavy, heavy")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)

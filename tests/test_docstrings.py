@@ -1,0 +1,46 @@
+"""Every docstring example in ``ad`` runs (a claim in a docstring is a test). The checker's and
+the serializer's examples run in tests/check and tests/serialize, tapeviz's in tests/tapeviz."""
+from __future__ import annotations
+
+import doctest
+import importlib
+import pkgutil
+
+import numpy as np
+import pytest
+
+import ad
+
+OWN_TESTS = ("ad.checks", "ad.serialize")     # packages whose examples run in their own folder
+
+
+def _modules():
+    names = ["ad"] + [m.name for m in pkgutil.walk_packages(ad.__path__, "ad.")]
+    return [n for n in names if not n.startswith(OWN_TESTS)]
+
+
+def _examples():
+    finder = doctest.DocTestFinder(exclude_empty=True)
+    for name in _modules():
+        module = importlib.import_module(name)
+        for test in finder.find(module, name, globs={"np": np, "ad": ad}):
+            if test.examples and test.name.startswith(name):
+                yield pytest.param(test, id=test.name)
+
+
+EXAMPLES = list(_examples())
+
+
+def test_the_public_api_has_examples():
+    names = {t.values[0].name for t in EXAMPLES}
+    for fn in ("ad.api.trace", "ad.api.grad", "ad.api.vjp", "ad.rrule.rrule", "ad.backward.backpropagate"):
+        assert fn in names, f"{fn} lost its docstring example"
+
+
+@pytest.mark.parametrize("test", EXAMPLES)
+def test_docstring_example(test, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)       # examples that save files write them here
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    runner.run(test)
+    result = runner.summarize(verbose=False)
+    assert result.failed == 0, f"{result.failed} of {result.attempted} examples of {test.name} failed"
