@@ -1,11 +1,17 @@
-"""tapeviz: pictures of ad's tapes, drawn from one networkx model.
+"""tapeviz: pictures of ad's tapes, drawn from one networkx model, and a Jupyter debugger.
 
 The model (``to_networkx``) names every node as the text listing does (``%7``, ``eq/%7``);
 queries on it find the forward and backward sections, a pullback block, the residuals, a
 neighbourhood and the collapsed view; ``to_graphviz``/``export``/``render`` draw it.
+``import tapeviz`` does not import ipywidgets: the debugger's widget (``tapeviz.debugger``) is
+imported by the first ``debug`` call or use of ``TapeDebugger``.
+
+>>> tape = ad.trace(lambda x: np.sum(np.sin(x) * x), np.ones(3))
+>>> graph = tapeviz.to_networkx(tape)
+>>> graph.nodes["eq/%1"]["primitive"], sorted(graph.succ["%0"])
+('sin', ['eq/%1', 'eq/%2'])
 """
 from .collapse import collapse
-from .debugger import TapeDebugger, debug
 from .draw import scene, to_graphviz
 from .export import export, listing
 from .graph import (Residual, annotate, backward, forward, neighbourhood, pullback_block, residuals,
@@ -24,3 +30,31 @@ __all__ = [
     # the Jupyter debugger
     "debug", "TapeDebugger",
 ]
+
+
+def debug(f, *args, argnums=0, **options) -> "TapeDebugger":
+    """A debugger for the gradient of ``f`` at ``args`` (with respect to ``argnums``).
+
+    Options: ``rows`` (listing rows drawn on each side of the cursor, default 40) and ``graph_k``
+    (equations around the cursor in the graph pane, default 2).
+
+    >>> from ad.examples import mlp_example, mlp_loss
+    >>> dbg = tapeviz.debug(mlp_loss, *mlp_example())
+    >>> dbg.last()
+    >>> dbg.phase_line
+    'backward, step 33 of 33: pullback of %6 (matmul) (2 equations)'
+    """
+    return _widget().TapeDebugger(f, args, argnums, **options)
+
+
+def __getattr__(name: str):
+    if name == "TapeDebugger":
+        return _widget().TapeDebugger
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _widget():
+    """The debugger's widget module, imported on first use: it imports ipywidgets, which drawing
+    and exporting do not need (the documented optional import)."""
+    from .debugger import widget
+    return widget

@@ -21,6 +21,8 @@ import sys
 
 import numpy as np
 
+import ad
+
 from .draw import VIEWS
 from .export import FORMATS, SUFFIXES, export_bytes
 from .graph import values_of
@@ -158,7 +160,6 @@ def main(argv=None) -> int:
 
 
 def _export(args) -> bytes:
-    import ad
     fmt = args.format or (SUFFIXES.get(os.path.splitext(args.out)[1].lower()) if args.out else None) or "svg"
     if args.out is None and fmt in ("png", "pdf"):
         raise ValueError(f"{fmt} is binary: name a file with --out")
@@ -178,8 +179,7 @@ def _export(args) -> bytes:
         argnums = args.argnums[0] if len(args.argnums) == 1 else tuple(args.argnums)
         tape = ad.grad_tape(f, *call_args, argnums=argnums)
         if args.optimize:
-            from ad.passes import optimize
-            tape = optimize(tape)
+            tape = ad.optimize(tape)
     values = values_of(tape, *call_args) if args.values and fmt != "txt" else None
     return export_bytes(tape, fmt, view=args.view, window=args.window, collapse=args.collapse,
                         values=values, title=args.title, renderer=args.renderer)

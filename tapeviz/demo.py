@@ -13,6 +13,8 @@ import numpy as np
 import ad
 from ad.examples import mlp_example, mlp_loss
 
+from .examples import mlp_figures
+
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -42,7 +44,6 @@ def main(argv=None) -> int:
     report = ad.check(mlp_loss, params, x, y)
     print(report)
 
-    from tapeviz.examples import mlp_figures
     paths = mlp_figures(out)
     print("\n== figures")
     for p in paths:

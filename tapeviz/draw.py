@@ -40,6 +40,10 @@ def to_graphviz(obj, view: str = "joint", *, window=None, collapse: bool = False
 
     A widget redraws a step cheaply from a graph built once:
     ``to_graphviz(graph, window=("%9", 2), current="%9", tint={"%7", "%8"})``.
+
+    >>> dot = tapeviz.to_graphviz(ad.trace(lambda x: np.sum(np.sin(x)), np.ones(3)))
+    >>> dot.source.splitlines()[0], '"%0" -> "%1"' in dot.source      # x flows into sin
+    ('digraph tape {', True)
     """
     graph, nodes = scene(obj, view, window=window, collapse=collapse, values=values, checks=checks)
     return draw(graph, nodes, view, current=current, tint=tint, legend=legend, title=title,

@@ -9,6 +9,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import ad
+from ad.examples import mlp_example, mlp_loss
+
+from .export import export
+from .graph import to_networkx, values_of
+
 VIEWS = {"joint": {}, "forward": {"view": "forward"}, "backward": {"view": "backward"},
          "collapsed": {"collapse": True}}
 
@@ -16,12 +22,6 @@ VIEWS = {"joint": {}, "forward": {"view": "forward"}, "backward": {"view": "back
 def mlp_figures(out_dir, *, format: str = "svg", renderer: str = "auto") -> list[Path]:
     """Write ``mlp_gradient.txt`` and ``mlp_{joint,forward,backward,collapsed}.svg`` into
     ``out_dir``; returns the paths written."""
-    import ad
-    from ad.examples import mlp_example, mlp_loss
-
-    from .export import export
-    from .graph import to_networkx, values_of
-
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     args = mlp_example()

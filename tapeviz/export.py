@@ -73,7 +73,14 @@ def export_bytes(tape, format: str, *, view: str = "joint", window=None, collaps
 
 
 def listing(tape: Tape, *, view: str = "joint", window=None) -> str:
-    """The jaxpr-like text listing of a view, or of the equations within a window."""
+    """The jaxpr-like text listing of a view, or of the equations within a window.
+
+    >>> print(tapeviz.listing(ad.trace(lambda x: np.sum(np.sin(x) * x), np.ones(3)), window="%2:1"))
+    -- equations within 1 step of %2
+        ...
+        %2:f64[3] = multiply %1 %0
+        %3:f64[] = sum axis=None keepdims=False %2
+    """
     if not isinstance(tape, Tape):
         raise TypeError(f"the text listing is made from the tape itself, not a {type(tape).__name__}")
     if view not in ("joint", "forward", "backward"):

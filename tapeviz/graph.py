@@ -68,7 +68,7 @@ import numpy as np
 
 from ad import pytree
 from ad.errors import source_line
-from ad.tape import Eqn, Lit, Tape, Var, format_literal, format_param, gc_paused, short_dtype
+from ad.tape import Eqn, Lit, Tape, Var, eval_tape, format_literal, format_param, gc_paused, short_dtype
 
 BACKWARD_BLOCK = ("pullback", "project")   # origins that belong to a rule's pullback block
 
@@ -80,6 +80,11 @@ def to_networkx(tape: Tape, *, values=None, checks=None) -> nx.DiGraph:
     values: optional mapping from variables (or their ``%n`` names) to arrays, e.g. from
         ``values_of(tape, *args)``; each becomes a one-line ``value`` summary.
     checks: optional check report (anything with ``.failures``), attached with ``annotate``.
+
+    >>> tape = ad.trace(lambda x: np.sum(np.sin(x) * x), np.ones(3))
+    >>> graph = tapeviz.to_networkx(tape)
+    >>> graph.nodes["eq/%1"]["primitive"], sorted(graph.succ["%0"])
+    ('sin', ['eq/%1', 'eq/%2'])
     """
     if not isinstance(tape, Tape):
         raise TypeError(f"to_networkx takes an ad.Tape or ad.GradTape, not {type(tape).__name__}; "
@@ -231,8 +236,12 @@ def _exact_cotangents(tape: Tape) -> dict:
 
 def values_of(tape: Tape, *args, cotangents=()) -> dict[str, object]:
     """Every variable's value when the tape runs on ``args`` (and, for vjp tapes, the output
-    cotangents), keyed by ``%n`` name: what ``to_networkx(tape, values=...)`` summarises."""
-    from ad.interpret import eval_tape
+    cotangents), keyed by ``%n`` name: what ``to_networkx(tape, values=...)`` summarises.
+
+    >>> tape = ad.trace(lambda x: np.sum(x * 2.0), np.ones(3))
+    >>> tapeviz.values_of(tape, np.arange(3.0))
+    {'%0': array([0., 1., 2.]), '%1': array([0., 2., 4.]), '%2': np.float64(6.0)}
+    """
     env: dict = {}
     eval_tape(tape, tape.flatten_args(args) + list(cotangents), env)
     return {repr(v): x for v, x in env.items()}
@@ -245,7 +254,11 @@ def _summaries(values) -> dict[str, str]:
 
 
 def summarize(value) -> str:
-    """One line about an array: the numbers when few, else mean and range; non-finite counted."""
+    """One line about an array: the numbers when few, else mean and range; non-finite counted.
+
+    >>> tapeviz.summarize(np.arange(3.0)), tapeviz.summarize(np.array([1, np.nan, 3, 4, 5]))
+    ('[0, 1, 2]', 'mean 3.25 in [1, 5]; 1 nan')
+    """
     if callable(value):
         return "closure"
     a = np.asarray(value)
@@ -340,7 +353,12 @@ def backward_nodes(graph) -> list[str]:
 
 def pullback_block(graph: nx.DiGraph, var) -> list[str]:
     """The equations of the pullback of forward variable ``var`` (the rule instance whose first
-    output it is), and the variables they define, in tape order."""
+    output it is), and the variables they define, in tape order.
+
+    >>> graph = tapeviz.to_networkx(ad.grad_tape(lambda x: np.sum(np.sin(x) * x), np.ones(3)))
+    >>> [graph.nodes[n]["primitive"] for n in tapeviz.pullback_block(graph, "%1") if n.startswith("eq/")]
+    ['cos', 'multiply']
+    """
     name = var if isinstance(var, str) else repr(var)
     out = []
     for eid in graph.graph["blocks"].get(name, ()):
@@ -356,7 +374,12 @@ class Residual(NamedTuple):
 
 
 def residuals(graph: nx.DiGraph) -> list[Residual]:
-    """Every forward value the backward pass reads, with where it is made and read."""
+    """Every forward value the backward pass reads, with where it is made and read.
+
+    >>> graph = tapeviz.to_networkx(ad.grad_tape(lambda x: np.sum(np.sin(x) * x), np.ones(3)))
+    >>> [(r.var, r.producer) for r in tapeviz.residuals(graph)]       # x and sin(x)
+    [('%0', None), ('%1', 'eq/%1')]
+    """
     out = []
     for n, d in graph.nodes(data=True):
         if d.get("residual"):
@@ -369,7 +392,12 @@ def residuals(graph: nx.DiGraph) -> list[Residual]:
 def neighbourhood(graph, node, k: int) -> list[str]:
     """The nodes within ``k`` steps of ``node`` (either direction), in tape order. A step is one
     equation: in the detail graph a variable, its equations and their other operands and results
-    are one step apart. Accepts a variable name for its equation and vice versa."""
+    are one step apart. Accepts a variable name for its equation and vice versa.
+
+    >>> graph = tapeviz.to_networkx(ad.trace(lambda x: np.sum(np.sin(x) * x), np.ones(3)))
+    >>> tapeviz.neighbourhood(graph, "%2", 1)
+    ['%0', '%1', 'eq/%2', '%2', 'eq/%3', '%3']
+    """
     start = _resolve(graph, node)
     if k < 0:
         raise ValueError(f"k={k}: the window needs k >= 0 steps")

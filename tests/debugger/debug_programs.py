@@ -1,5 +1,9 @@
-"""Programs the debugger tests open (besides the built-in MLP)."""
+"""Programs the debugger tests open (besides the built-in MLP), and how they open them."""
 import numpy as np
+
+import ad
+import tapeviz
+from ad.checks.gallery import GALLERY
 
 HOSTILE = '<b>&"x{|}'
 
@@ -14,3 +18,15 @@ def loop(x, steps):
     for _ in range(steps):
         x = np.sin(x) * 1.01 + x
     return np.sum(x)
+
+
+def debugger_with(entry_name: str, program=None):
+    """A debugger on a gallery entry's program (or ``program``), built while its wrong rule is
+    registered."""
+    entry = GALLERY[entry_name]
+    with ad.using_rule(entry.target, entry.rule):
+        return tapeviz.debug(program or entry.program, *entry.args())
+
+
+def forward_eqn(dbg, prim: str) -> int:
+    return next(i for i in range(dbg.model.gt.n_forward) if dbg.model.eqns[i].prim.name == prim)

@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 
-from tapeviz.debugger_dot import DotProcess
+from tapeviz.debugger.dot import DotProcess
 from needs import needs
 
 pytestmark = needs(shutil.which("dot") is not None, "Graphviz's dot on PATH")

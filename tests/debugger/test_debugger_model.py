@@ -7,7 +7,7 @@ import pytest
 import ad
 from ad.examples import mlp_loss
 from tapeviz import pullback_block, residuals
-from tapeviz.debugger_model import DebugModel, build_steps
+from tapeviz.debugger.model import DebugModel, build_steps
 from tapeviz.graph import BACKWARD_BLOCK
 
 

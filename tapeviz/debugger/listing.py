@@ -1,56 +1,19 @@
-"""The debugger's HTML, drawn from ``DebugModel``: the side-by-side listing, the phase line, the
-residuals table and the closure-versus-lifted panel. Pure functions of the model (no widgets),
-so tests read them as strings. Every user-visible string is escaped here, where it enters HTML.
+"""The debugger's side-by-side listing and the phase line above it, drawn from ``DebugModel``:
+pure functions of the model (no widgets), so tests read them as strings.
 
 Only a window of rows around the cursor is drawn; each equation's text is formatted once and
 cached, and what depends on the cursor (the current step, partners, tints) is added around it.
-Clicking a ``data-var`` element anywhere in these views selects that variable: a tiny inline
-handler writes its name into the debugger's selection box (``.tv-pick``), which the kernel
-observes, so the click works in Voila and JupyterLab without any frontend extension.
 """
 from __future__ import annotations
 
-import bisect
-import html
-
-import numpy as np
-
 from ad.tape import Var, format_literal, format_param
 
-from .debugger_model import DebugModel
-from .graph import BACKWARD_BLOCK, summarize
+from ..graph import BACKWARD_BLOCK
+from .markup import PICK_JS, attr, esc, onclick, scroller
+from .model import DebugModel
 
 RESIDUAL_COLOURS = 8
-CHECK, CROSS = "\u2713", "\u2717"
 MAX_PARAMS = 60
-
-PICK_JS = ("var t=event.target.closest('[data-var]');if(!t)return;var r=this.closest('.tv-root');"
-           "var i=r&&r.querySelector('.tv-pick input');if(!i)return;i.value=t.getAttribute('data-var');"
-           "i.dispatchEvent(new Event('change',{bubbles:true}));")
-GRAPH_PICK_JS = ("var g=event.target.closest('g.node');if(!g||g.id.indexOf('tvn_')!==0)return;"
-                 "var r=this.closest('.tv-root');var i=r&&r.querySelector('.tv-pick input');if(!i)return;"
-                 "i.value=g.id.slice(4).replace(/^eq\\//,'');i.dispatchEvent(new Event('change',{bubbles:true}));")
-# brings the current line into view when the redrawn listing hides it (an image failing at once
-# is the one hook an HTML widget offers)
-SCROLL_JS = ("var s=this.closest('.tv-scroll');var c=s&&s.querySelector('.tv-current');if(!c)return;"
-             "var d=c.getBoundingClientRect().top-s.getBoundingClientRect().top;"
-             "if(d<30||d>s.clientHeight*0.6){s.scrollTop+=d-s.clientHeight/3;}")
-
-
-def esc(text) -> str:
-    return html.escape(str(text), quote=True)
-
-
-def attr(name: str, value) -> str:
-    return f' {name}="{esc(value)}"'
-
-
-def onclick(js: str) -> str:
-    return attr("onclick", js)
-
-
-def scroller() -> str:
-    return f'<img class="tv-scroll-hook" src="data:," alt="" style="display:none"{attr("onerror", SCROLL_JS)}>'
 
 
 # -- the phase line ------------------------------------------------------------------------------
@@ -233,100 +196,3 @@ def _badge(mark) -> str:
     text = f"{sign} {mark.check}" + (f" of #{mark.eqn}" if mark.partner else "")
     title = mark.message + (f" (found on equation #{mark.eqn}, this one's partner)" if mark.partner else "")
     return f'<span class="tv-badge tv-{esc(mark.status)}" title="{esc(title)}">{esc(text)}</span>'
-
-
-# -- residuals -----------------------------------------------------------------------------------
-
-def residuals_html(model: DebugModel, listing: Listing, rows_each_side: int = 30) -> str:
-    table = model.residual_table()
-    if not table:
-        return '<div class="tv-residuals tv-empty">The backward pass reads no forward value.</div>'
-    step = model.step
-    index = model.residual_order
-    reads = [index[repr(x)] for e in model.eqns[step.start:step.stop] for x in e.inputs
-             if type(x) is Var and repr(x) in index]
-    if model.selected in index:
-        focus = index[model.selected]
-    elif reads:
-        focus = min(reads)
-    else:                                 # the first made at or after the cursor
-        focus = min(bisect.bisect_left(model.residual_firsts, step.start), len(table) - 1)
-    lo, hi = max(0, focus - rows_each_side), min(len(table), focus + rows_each_side + 1)
-    n_eqns = len(model.eqns)
-    total = model.residual_bytes
-    rows = []
-    for r in table[lo:hi]:
-        live = r["first"] <= step.start <= r["last"]
-        first = f"step {model.step_of(r['first']) + 1}" if r["first"] >= 0 else "start"
-        last = f"step {model.step_of(r['last']) + 1}" if r["last"] >= 0 else "never read"
-        left, width = max(r["first"], 0) / n_eqns * 100, (r["last"] - max(r["first"], 0) + 1) / n_eqns * 100
-        producer = "input" if r["producer"] is None else f"#{r['producer']} {model.eqns[r['producer']].prim.name}"
-        consumers = ", ".join(f"#{c}" for c in r["consumers"][:6]) + (" \u2026" if len(r["consumers"]) > 6 else "")
-        cls = ' class="tv-live"' if live else ""
-        rows.append(f'<tr{cls} data-var="{esc(r["name"])}"><td>{listing.var(r["name"])} '
-                    f'<span class="tv-label">{esc(r["label"])}</span></td><td>{esc(r["aval"])}</td>'
-                    f'<td class="tv-num">{r["bytes"]:,}</td><td>{esc(producer)}</td><td>{esc(consumers)}</td>'
-                    f'<td>{first} \u2192 {last}<div class="tv-life"><span style="left:{left:.2f}%;'
-                    f'width:{max(width, 0.5):.2f}%"></span><i style="left:{step.start / n_eqns * 100:.2f}%"></i>'
-                    f'</div></td></tr>')
-    more = f" (rows {lo + 1}\u2013{hi} shown, around the cursor)" if hi - lo < len(table) else ""
-    return (f'<div class="tv-residuals"{attr("data-count", len(table))}{onclick(PICK_JS)}>'
-            f'<div class="tv-caption">{len(table)} residuals, {total:,} bytes kept from the forward '
-            f'pass for the backward pass{more}; highlighted: live at the cursor</div>'
-            '<table class="tv-table"><thead><tr><th>residual</th><th>shape</th><th>bytes</th><th>producer</th>'
-            f'<th>consumers</th><th>lifetime</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
-
-
-# -- closure versus lifted -----------------------------------------------------------------------
-
-def closure_html(model: DebugModel, listing: Listing, comparison, name: str | None) -> str:
-    if comparison is None:
-        what = f"{esc(name)} is not the output of a differentiated rule instance" if name else "nothing selected"
-        return (f'<div class="tv-closure-panel" data-instance="">Select an equation of a differentiated '
-                f'rule instance to compare its closure and lifted pullbacks ({what}).</div>')
-    c = comparison
-    inst = c.instance
-    head = (f'<div class="tv-closure-h">rule <b>{esc(inst.prim.name)}</b> for {listing.var(inst.name)}'
-            f' at <code>{esc(inst.source or "?")}</code></div>')
-    if c.fallback:
-        head += (f'<div class="tv-fallback">opaque fallback: this rule could not be lifted, so its pullback '
-                 f'runs as a closure in the tape too. Reason: {esc(c.fallback)}</div>')
-    block = "".join(f'<div class="tv-eq" data-var="{esc(repr(model.eqns[i].outputs[0]))}">{listing.line(i)}</div>'
-                    for i in c.block) or '<div class="tv-eq">(no equations: the cotangents pass through)</div>'
-    if c.error:
-        verdict = f'<div class="tv-verdict tv-bad">the closure form raised {esc(c.error)}</div>'
-    else:
-        verdict = (f'<div class="tv-verdict {"tv-good" if c.ok else "tv-bad"}">'
-                   f'{"closure and lifted agree" if c.ok else "closure and lifted DIFFER"} '
-                   f'(relative tolerance {c.tolerance:.1e})</div>')
-    rows = "".join(
-        f'<tr class="{"tv-ok" if r.ok else "tv-bad"}"><td>{_operand(listing, r.operand)}</td>'
-        f'<td>{esc(_short(r.closure))}</td><td>{listing.var(r.lifted_var) if r.lifted_var else "template"}: '
-        f'{esc(_short(r.lifted))}</td><td class="tv-num">{_num(r.max_abs)}</td>'
-        f'<td class="tv-num">{_num(r.max_rel)}</td>'
-        f'<td>{CHECK if r.ok else CROSS}</td></tr>' for r in c.rows)
-    helpers = "".join(f'<div class="tv-caption">made from</div><pre>{esc(h)}</pre>' for h in c.helpers)
-    return (f'<div class="tv-closure-panel"{attr("data-instance", inst.name)}{attr("data-ok", str(c.ok).lower())}'
-            f'{attr("data-fallback", str(bool(c.fallback)).lower())}{onclick(PICK_JS)}>{head}{verdict}'
-            '<table class="tv-table"><thead><tr><th>operand</th><th>closure cotangent</th><th>lifted cotangent</th>'
-            f'<th>max |diff|</th><th>max rel</th><th></th></tr></thead><tbody>{rows}</tbody></table>'
-            '<div class="tv-src"><div><div class="tv-caption">rule source</div>'
-            f'<pre>{esc(c.rule_source)}</pre>{helpers}</div>'
-            '<div><div class="tv-caption">pullback closure source</div>'
-            f'<pre>{esc(c.pullback_source or "(not reached)")}</pre></div></div>'
-            f'<div class="tv-caption">lifted pullback: {len(c.block)} equation(s) in the tape</div>'
-            f'<div class="tv-lifted">{block}</div></div>')
-
-
-def _operand(listing: Listing, operand: str) -> str:
-    return listing.var(operand) if operand in listing.model.var_attrs else esc(operand)
-
-
-def _num(x) -> str:
-    return "shape mismatch" if x is None else f"{x:.3g}"
-
-
-def _short(a) -> str:
-    if a is None:
-        return "none (zero)"
-    return f"{np.shape(a)} {summarize(a)}"

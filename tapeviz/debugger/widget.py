@@ -1,12 +1,13 @@
-"""The Jupyter tape debugger: ``tapeviz.debug(f, *args)`` shows a function's gradient tape as
+"""The Jupyter tape debugger's widget: ``TapeDebugger`` shows a function's gradient tape as
 forward and backward listings side by side, steps through it pullback by pullback (or primitive
 by primitive), draws the neighbourhood of the cursor, inspects values and cotangents, compares
 closure and lifted pullbacks, and pins the checker's findings on the equations.
 
-``TapeDebugger`` is one plain class that owns its widgets; its state lives in a ``DebugModel``
-(``debugger_model``) and every view is an HTML string drawn from it (``debugger_html``,
-``debugger_values``), so notebooks and tests drive it from Python (``dbg.next()``,
-``dbg.select("%7")``, ``dbg.run_checks()``) exactly as the buttons do.
+It is one plain class that owns its widgets; its state lives in a ``DebugModel`` (``model``) and
+every view is an HTML string drawn from it (``listing``, ``inspector``, ``residuals``,
+``closure``, ``graph_pane``), so notebooks and tests drive it from Python (``dbg.next()``,
+``dbg.select("%7")``, ``dbg.run_checks()``) exactly as the buttons do. The only module of the
+package that imports ipywidgets.
 """
 from __future__ import annotations
 
@@ -20,13 +21,15 @@ import numpy as np
 
 import ad
 
-from .debugger_closure import compare, instances
-from .debugger_graph import GraphPane
-from .debugger_html import Listing, attr, closure_html, esc, phase_html, residuals_html
-from .debugger_model import DebugModel
-from .debugger_style import STYLE
-from .debugger_values import inspector_html
+from .closure import closure_html, compare, instances
+from .graph_pane import GraphPane
+from .inspector import inspector_html
+from .listing import Listing, phase_html
+from .markup import attr, esc, static
+from .model import DebugModel
+from .residuals import residuals_html
 
+STYLE = f"<style>{static('debugger.css')}</style>"
 MIMES = {"svg": "image/svg+xml", "dot": "text/vnd.graphviz", "png": "image/png", "pdf": "application/pdf",
          "txt": "text/plain"}
 
@@ -35,21 +38,6 @@ class Exported(NamedTuple):
     name: str
     mime: str
     data: bytes
-
-
-def debug(f, *args, argnums=0, **options) -> "TapeDebugger":
-    """A debugger for the gradient of ``f`` at ``args`` (with respect to ``argnums``).
-
-    Options: ``rows`` (listing rows drawn on each side of the cursor, default 40) and ``graph_k``
-    (equations around the cursor in the graph pane, default 2).
-
-    >>> from ad.examples import mlp_example, mlp_loss
-    >>> dbg = tapeviz.debug(mlp_loss, *mlp_example())
-    >>> dbg.last()
-    >>> dbg.phase_line
-    'backward, step 36 of 36: pullback of %6 (matmul) (4 equations)'
-    """
-    return TapeDebugger(f, args, argnums, **options)
 
 
 class TapeDebugger:

@@ -23,7 +23,7 @@ import numpy as np
 
 from ad.tape import Var
 
-from .graph import BACKWARD_BLOCK, annotate, node_of, to_networkx, values_of
+from ..graph import BACKWARD_BLOCK, annotate, node_of, to_networkx, values_of
 
 GRANULARITIES = ("pullback", "primitive")
 

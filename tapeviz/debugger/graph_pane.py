@@ -7,13 +7,13 @@ import contextlib
 import warnings
 from collections import OrderedDict
 
-from . import labels
-from .debugger_dot import DOT
-from .debugger_html import GRAPH_PICK_JS, attr, esc, onclick
-from .debugger_model import DebugModel
-from .draw import to_graphviz
-from .export import export_bytes
-from .render import RenderError, RenderWarning, choose, render
+from .. import labels
+from ..draw import to_graphviz
+from ..export import export_bytes
+from ..render import RenderError, RenderWarning, choose, render
+from .dot import DOT
+from .markup import GRAPH_PICK_JS, attr, esc, onclick
+from .model import DebugModel
 
 SELECTED_TINT = "#bfdbfe"
 FAILED_TINT = "#fecaca"

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .debugger_html import attr, esc
-from .debugger_model import DebugModel
+from .markup import attr, esc
+from .model import DebugModel
 
 MAX_CELLS = (24, 32)                   # rows, columns of the heatmap
 NAN, POS_INF, NEG_INF = "#d946ef", "#111827", "#111827"

@@ -1,9 +1,10 @@
-"""Closure versus lifted, for one rule instance of a gradient tape.
+"""The closure-versus-lifted panel, for one rule instance of a gradient tape.
 
 The closure form runs the rule on the instance's recorded operands and calls the pullback it
 returns at the instance's recorded output cotangent; the lifted form is the instance's pullback
 block in the tape, whose values were computed when the tape ran. Both give one cotangent per
-operand; the comparison puts them side by side with the rule's and the pullback's source.
+operand, judged by the checker's own comparison (``ad.checks.forms``); the panel puts them side
+by side with the rule's and the pullback's source.
 
 Instances are found on the primal tape (``ad.trace``) of the debugged function, mapped onto the
 gradient tape by ``gt.meta["primal_map"]``; the rules are those registered when the debugger was
@@ -14,17 +15,22 @@ from __future__ import annotations
 import inspect
 import textwrap
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
+from ad.checks.forms import CotangentComparison, closure_cotangents, compare_cotangents
 from ad.checks.settings import exact_rtol
 from ad.lift import lift
-from ad.rrule import project
-from ad.tangents import NoTangent, ZeroTangent, unthunk
-from ad.tape import Aval, Lit, Var
+from ad.tape import Lit, Var, active_vars
+
+from ..graph import summarize
+from .listing import Listing
+from .markup import PICK_JS, attr, esc, onclick
+from .model import DebugModel
 
 MAX_SOURCE_LINES = 40
+CHECK, CROSS = "\u2713", "\u2717"
 
 
 @dataclass
@@ -40,44 +46,38 @@ class Instance:
     source: str | None
 
 
-@dataclass
-class OperandRow:
+class OperandRow(NamedTuple):
     operand: str                  # "%n" or the literal's text
-    closure: Any                  # an array, or None (no cotangent)
-    lifted: Any
-    lifted_var: str | None        # the tape variable holding the lifted cotangent
-    max_abs: float | None
-    max_rel: float | None
-    ok: bool
+    lifted_var: str | None        # the tape variable holding the lifted cotangent (None: evaluated)
+    result: CotangentComparison
 
 
 @dataclass
 class Comparison:
     instance: Instance
     rule_source: str
-    pullback_source: str
     helpers: list[str]            # sources of the functions a generic rule was made from
     fallback: str | None          # why the rule runs as an opaque closure
     block: list[int]              # the lifted pullback's equations in the tape
+    tolerance: float              # the relative tolerance the comparison used
+    pullback_source: str = ""
     rows: list[OperandRow] = field(default_factory=list)
     error: str | None = None      # the closure form raised
-    tolerance: float = 0.0
 
     @property
     def ok(self) -> bool:
-        return self.error is None and all(r.ok for r in self.rows)
+        return self.error is None and all(r.result.ok for r in self.rows)
 
 
 def instances(gt, primal, rules: dict) -> dict[str, Instance]:
     """The rule instances of ``gt`` by first output, found on its ``primal`` tape."""
     pmap = {repr(k): repr(v) for k, v in gt.meta.get("primal_map", {}).items() if type(v) is Var}
-    active = {primal.inputs[i] for i in gt.wrt}
+    active = active_vars(primal, gt.wrt)
     out: dict[str, Instance] = {}
     for e in primal.eqns:
-        needs = tuple(type(x) is Var and x in active and x.aval.is_float for x in e.inputs)
+        needs = tuple(type(x) is Var and x in active for x in e.inputs)
         if not (any(needs) and e.prim.differentiable):
             continue
-        active.update(v for v in e.outputs if v.aval.is_float)
         names = [pmap.get(repr(v)) for v in e.outputs]
         if names[0] is None:        # traced differently from the gradient tape: leave it out
             continue
@@ -121,39 +121,33 @@ def helpers_of(fn) -> list[str]:
 def compare(inst: Instance, values: dict, cotangents: dict, block: list[int], eqns,
             fallbacks) -> Comparison:
     """The closure form and the lifted form of one instance, at its recorded values."""
-    ops = [np.array(values[o], copy=True) if isinstance(o, str) else o.value for o in inst.operands]
+    ops = [values[o] if isinstance(o, str) else o.value for o in inst.operands]
     cts = [values[cotangents[o]] if o in cotangents else
            np.zeros(np.shape(values[o]), np.asarray(values[o]).dtype) for o in inst.outputs]
+    dtypes = [np.asarray(v).dtype for v in ops + cts]
     lifted = lift(inst.prim, inst.params, ops, inst.needs, inst.source, rule=inst.rule)
     fallback = lifted.fallback or next((f.reason for f in fallbacks if f.rule == inst.prim.name
                                         and f.source == inst.source), None)
-    result = Comparison(inst, source_of(inst.rule), "", helpers_of(inst.rule), fallback, block)
-    result.tolerance = exact_rtol([np.asarray(v).dtype for v in ops + cts])
+    result = Comparison(inst, source_of(inst.rule), helpers_of(inst.rule), fallback, block,
+                        exact_rtol(dtypes))
+
+    def rule(*args, **params):            # the rule, noting its pullback's source for the panel
+        y, pullback = inst.rule(*args, **params)
+        result.pullback_source = source_of(pullback)
+        return y, pullback
+
     try:
-        with np.errstate(all="ignore"):
-            _, pullback = inst.rule(*[np.array(v, copy=True) if isinstance(v, np.ndarray) else v for v in ops],
-                                    **dict(inst.params))
-            result.pullback_source = source_of(pullback)
-            raw = pullback(tuple(cts) if inst.prim.multiple_results else cts[0])
-            raw = raw if isinstance(raw, tuple) else (raw,)
-            closure = [_dense(project(Aval.of(v), unthunk(g))) if need else None
-                       for v, g, need in zip(ops, raw, inst.needs)]
+        closure = closure_cotangents(inst.prim, dict(inst.params), ops, inst.needs, tuple(cts), rule=rule)
     except Exception as exc:  # noqa: BLE001  (any error of user code is shown, not raised)
         result.error = f"{type(exc).__name__}: {exc}"
         return result
-    for i, (o, need) in enumerate(zip(inst.operands, inst.needs)):
-        if not need:
-            continue
-        var, value = _lifted_value(lifted, i, inst, ops, cts, block, eqns, values, cotangents)
-        result.rows.append(_row(o if isinstance(o, str) else repr(o), closure[i], value, var,
-                                result.tolerance))
+    found = [_lifted_value(lifted, i, inst, ops, cts, block, eqns, values, cotangents) if need
+             else (None, None) for i, need in enumerate(inst.needs)]
+    for r in compare_cotangents(closure, [value for _, value in found], inst.needs, dtypes):
+        operand = inst.operands[r.index]
+        result.rows.append(OperandRow(operand if isinstance(operand, str) else repr(operand),
+                                      found[r.index][0], r))
     return result
-
-
-def _dense(g):
-    if g is None or isinstance(g, (NoTangent, ZeroTangent)):
-        return None
-    return np.asarray(g)
 
 
 def _lifted_value(lifted, i, inst, ops, cts, block, eqns, values, cotangents):
@@ -176,19 +170,54 @@ def _lifted_value(lifted, i, inst, ops, cts, block, eqns, values, cotangents):
     return None, lifted.evaluate(ops, cts)[1][i]
 
 
-def _row(operand, closure, lifted, var, tol) -> OperandRow:
-    if closure is None and lifted is None:
-        return OperandRow(operand, None, None, var, 0.0, 0.0, True)
-    a = np.zeros(np.shape(lifted)) if closure is None else np.asarray(closure, dtype=np.float64)
-    b = np.zeros(np.shape(closure)) if lifted is None else np.asarray(lifted, dtype=np.float64)
-    try:
-        with np.errstate(all="ignore"):
-            diff = np.abs(a - b)
-            rel = diff / np.maximum(np.maximum(np.abs(a), np.abs(b)), 1.0)
-    except ValueError:            # shapes differ: that is the finding
-        return OperandRow(operand, closure, lifted, var, None, None, False)
-    both_nan = np.isnan(a) & np.isnan(b)
-    diff, rel = np.where(both_nan, 0.0, diff), np.where(both_nan, 0.0, rel)
-    max_abs = float(np.max(np.nan_to_num(diff, nan=np.inf), initial=0.0))
-    max_rel = float(np.max(np.nan_to_num(rel, nan=np.inf), initial=0.0))
-    return OperandRow(operand, closure, lifted, var, max_abs, max_rel, max_rel <= tol)
+def closure_html(model: DebugModel, listing: Listing, comparison, name: str | None) -> str:
+    if comparison is None:
+        what = f"{esc(name)} is not the output of a differentiated rule instance" if name else "nothing selected"
+        return (f'<div class="tv-closure-panel" data-instance="">Select an equation of a differentiated '
+                f'rule instance to compare its closure and lifted pullbacks ({what}).</div>')
+    c = comparison
+    inst = c.instance
+    head = (f'<div class="tv-closure-h">rule <b>{esc(inst.prim.name)}</b> for {listing.var(inst.name)}'
+            f' at <code>{esc(inst.source or "?")}</code></div>')
+    if c.fallback:
+        head += (f'<div class="tv-fallback">opaque fallback: this rule could not be lifted, so its pullback '
+                 f'runs as a closure in the tape too. Reason: {esc(c.fallback)}</div>')
+    block = "".join(f'<div class="tv-eq" data-var="{esc(repr(model.eqns[i].outputs[0]))}">{listing.line(i)}</div>'
+                    for i in c.block) or '<div class="tv-eq">(no equations: the cotangents pass through)</div>'
+    if c.error:
+        verdict = f'<div class="tv-verdict tv-bad">the closure form raised {esc(c.error)}</div>'
+    else:
+        verdict = (f'<div class="tv-verdict {"tv-good" if c.ok else "tv-bad"}">'
+                   f'{"closure and lifted agree" if c.ok else "closure and lifted DIFFER"} '
+                   f'(relative tolerance {c.tolerance:.1e})</div>')
+    rows = "".join(_row_html(listing, row) for row in c.rows)
+    helpers = "".join(f'<div class="tv-caption">made from</div><pre>{esc(h)}</pre>' for h in c.helpers)
+    return (f'<div class="tv-closure-panel"{attr("data-instance", inst.name)}{attr("data-ok", str(c.ok).lower())}'
+            f'{attr("data-fallback", str(bool(c.fallback)).lower())}{onclick(PICK_JS)}>{head}{verdict}'
+            '<table class="tv-table"><thead><tr><th>operand</th><th>closure cotangent</th><th>lifted cotangent</th>'
+            f'<th>max |diff|</th><th>max rel</th><th></th></tr></thead><tbody>{rows}</tbody></table>'
+            '<div class="tv-src"><div><div class="tv-caption">rule source</div>'
+            f'<pre>{esc(c.rule_source)}</pre>{helpers}</div>'
+            '<div><div class="tv-caption">pullback closure source</div>'
+            f'<pre>{esc(c.pullback_source or "(not reached)")}</pre></div></div>'
+            f'<div class="tv-caption">lifted pullback: {len(c.block)} equation(s) in the tape</div>'
+            f'<div class="tv-lifted">{block}</div></div>')
+
+
+def _row_html(listing: Listing, row: OperandRow) -> str:
+    r = row.result
+    operand = listing.var(row.operand) if row.operand in listing.model.var_attrs else esc(row.operand)
+    where = listing.var(row.lifted_var) if row.lifted_var else "template"
+    return (f'<tr class="{"tv-ok" if r.ok else "tv-bad"}"><td>{operand}</td><td>{esc(_short(r.closure))}</td>'
+            f'<td>{where}: {esc(_short(r.lifted))}</td><td class="tv-num">{_num(r.max_abs)}</td>'
+            f'<td class="tv-num">{_num(r.max_rel)}</td><td>{CHECK if r.ok else CROSS}</td></tr>')
+
+
+def _num(x) -> str:
+    return "shape mismatch" if x is None else f"{x:.3g}"
+
+
+def _short(a) -> str:
+    if a is None:
+        return "none (zero)"
+    return f"{np.shape(a)} {summarize(a)}"
