@@ -41,9 +41,11 @@ def _take_along_axis(arr, indices, axis=-1):
     return arr[index]
 
 
-nonzero_p = Primitive("nonzero", lambda x: np.nonzero(x), multiple_results=True, function=np.nonzero)
+nonzero_p = Primitive("nonzero", lambda x: np.nonzero(x), multiple_results=True, function=np.nonzero,
+                      value_dependent_shape=True)
 argsort_p = Primitive("argsort", lambda x, axis: np.argsort(x, axis=axis, kind="stable"),
-                      params=("axis",), function=np.argsort)
+                      params=("axis",), function=np.argsort,
+                      spelling="np.argsort({0}, axis={axis}, kind='stable')")
 non_differentiable(nonzero_p, argsort_p)
 
 

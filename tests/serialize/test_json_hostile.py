@@ -1,5 +1,6 @@
 """The loader against malformed and hostile files: every one is refused with a TapeFormatError
 (a ValueError) naming what is wrong, before anything from the file could run."""
+import base64
 import copy
 import json
 import sys
@@ -8,7 +9,7 @@ import numpy as np
 import pytest
 
 import ad
-from ad.serialize import TapeFormatError, dumps, loads
+from ad.serialize import TapeFormatError, dumps, from_json, loads
 
 
 @pytest.fixture(scope="module")
@@ -162,7 +163,6 @@ def test_huge_payloads(good, tmp_path):
 
 def test_literal_limits_and_lengths(good):
     big = np.zeros(1000)
-    import base64
     entry = {"dtype": "float64", "shape": [1000], "base64": base64.b64encode(big.tobytes()).decode()}
     with_lit = edit(good, lambda o: o["literals"].__setitem__(0, entry))
     refused(with_lit, "max_literal_bytes", max_literal_bytes=1000)
@@ -176,7 +176,7 @@ def test_literal_limits_and_lengths(good):
 
 
 def test_truncated_file(good):
-    text = dumps(ad.load.__globals__["from_json"](good))
+    text = dumps(from_json(good))
     msg = refused(text[: len(text) // 2], "malformed JSON at line", "truncated")
     assert "column" in msg
 

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 
 import ad
+from ad import pytree
 from ad.passes import optimize
 from ad.serialize import NotSerializableError, dumps, loads
 from serialize_cases import (EXTRA, assert_same_tape, closure_only_rule, mlp_args, mlp_loss,
@@ -32,7 +33,6 @@ def assert_same_results(a, b):
 
 
 def _leaves(tree):
-    from ad import pytree
     return pytree.flatten(tree)[0]
 
 
