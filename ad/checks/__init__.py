@@ -3,8 +3,9 @@
 torch.autograd.gradcheck and jax/autograd ``check_grads``, plus the checks only a tape-based
 system can run (closure versus lifted, residual mutation, the culprit equation).
 
-See ``settings.RULE_CHECKS`` / ``settings.PROGRAM_CHECKS`` for what each check verifies, and
-``gallery`` for a deliberately wrong rule per check.
+See ``settings.RULE_CHECKS`` / ``settings.PROGRAM_CHECKS`` for what each check verifies,
+``gallery`` for a deliberately wrong rule per check, and ``forms`` for the closure-versus-lifted
+comparison the debugger shares.
 """
 from .program import check
 from .report import CheckFailure, CheckResult, ProgramReport, RuleReport

@@ -5,15 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..rrule import project
-from ..tangents import Thunk, ZeroTangent
+from ..core_prims import project
+from ..tangents import Thunk, ZeroTangent, is_zero
 from .captures import changed, describe, external, raised_at, shares, snapshot
-from .rule import check, dense, is_zero, normalize
+from .base import check, combine, dense, normalize
 from .settings import exact_rtol
-
-
-def _dtypes(ctx):
-    return [a.dtype for a in ctx.case.avals + ctx.case.out_avals]
 
 
 def _max(g) -> float:
@@ -56,17 +52,13 @@ def _zero_tangent(ctx):
         ctx.add("algebra.zero_tangent", "pass", f"ZeroTangent() in each of {len(outs)} output slot(s) gives zeros")
 
 
-def _combine(a, u, b, v):
-    return [(a * x + b * y).astype(x.dtype) if np.issubdtype(x.dtype, np.inexact) else x for x, y in zip(u, v)]
-
-
 @check("algebra.linearity")
 def _linearity(ctx):
     u, v = ctx.primary_cts(), ctx.random_cts()
     a, b = (float(s * m) for s, m in zip(ctx.rng.choice([-1.0, 1.0], 2), ctx.rng.uniform(0.5, 2.0, 2)))
     pb = ctx.pullback()
-    gu, gv, gw = ctx.grads(pb, u), ctx.grads(pb, v), ctx.grads(pb, _combine(a, u, b, v))
-    tol = exact_rtol(_dtypes(ctx))
+    gu, gv, gw = ctx.grads(pb, u), ctx.grads(pb, v), ctx.grads(pb, combine(a, u, b, v))
+    tol = exact_rtol(ctx.case.dtypes)
     worst, bad = 0.0, []
     for i, (du, dv, dw) in enumerate(zip(gu, gv, gw)):
         du, dv, dw = dense(du), dense(dv), dense(dw)
@@ -124,7 +116,7 @@ def _thunk(ctx):
         ctx.add("algebra.thunk", "skipped", f"the pullback does not accept a thunked cotangent ({describe(exc)}); "
                 "ad forces thunks before calling a pullback, so it never passes one")
         return
-    tol = exact_rtol(_dtypes(ctx))
+    tol = exact_rtol(ctx.case.dtypes)
     bad = [i for i, (p, t) in enumerate(zip(plain, thunked))
            if not (is_zero(p) and is_zero(t)) and not np.allclose(dense(t) if not is_zero(t) else 0,
                                                                  dense(p) if not is_zero(p) else 0,

@@ -20,6 +20,11 @@ import time
 
 import numpy as np
 
+from .gallery import GALLERY
+from .library import check_library
+from .program import check
+from .rule import check_rule
+
 
 class Progress:
     """``[=====     ] 120/532 label`` rewritten in place on a terminal; on other streams a
@@ -111,7 +116,6 @@ def main(argv=None) -> int:
 
 def _run(args, options) -> tuple[list, list]:
     """(reports, the failing ones): for the gallery, a failing report is a wrong rule its check missed."""
-    from .library import check_library
     if args.library:
         reports = check_library(args.only, progress=Progress(), **options)
     elif args.gallery:
@@ -131,8 +135,6 @@ def _program(args, options):
         call_args = tuple(rng.standard_normal(_shape(s)) for s in args.randn)
     else:
         raise ValueError("give the arguments: --randn SHAPE ... or --example MODULE:FACTORY")
-    from .program import check
-    from .rule import check_rule
     progress = Progress()
     progress(0, 1, getattr(f, "__name__", args.function))
     report = (check_rule if args.rule else check)(f, *call_args, **options)
@@ -142,7 +144,6 @@ def _program(args, options):
 
 def _gallery(only, options) -> tuple[list, list]:
     """Every wrong rule of the gallery, run with the check built to catch it."""
-    from .gallery import GALLERY
     unknown = sorted(set(only or ()) - set(GALLERY))
     if unknown:
         raise KeyError(f"no gallery entries {unknown}; entries are {sorted(GALLERY)}")

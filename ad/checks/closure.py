@@ -9,9 +9,9 @@ import numpy as np
 
 from ..lift import lift
 from ..tape import format_eqn, freeze_params
+from .base import check
 from .captures import describe, external, shares
-from .rule import check, dense, is_zero
-from .settings import exact_rtol
+from .forms import closure_cotangents, compare_cotangents
 
 
 def _lifted(ctx):
@@ -33,27 +33,19 @@ def _form(ctx):
                 "backward equations", {"forward": len(lifted.fwd), "backward": len(lifted.bwd)})
 
 
-def _mismatches(ctx, closure, lifted_grads):
-    """Per differentiated operand, where the closure's cotangent and the template's differ."""
-    tol = exact_rtol([a.dtype for a in ctx.case.avals + ctx.case.out_avals])
+def _mismatches(ctx, closure, lifted_grads) -> list[dict]:
+    """Per differentiated operand where the two forms disagree (``forms.compare_cotangents``)."""
     template = _lifted(ctx)
-    out = []
-    for i, (c, t, d) in enumerate(zip(closure, lifted_grads, ctx.case.diff)):
-        if not d:
-            continue
-        c = None if is_zero(c) or np.all(np.asarray(c) == 0) else dense(c)
-        t = None if t is None or np.all(np.asarray(t) == 0) else np.asarray(t, dtype=np.float64)
-        if c is None and t is None:
-            continue
-        c = np.zeros(np.shape(t)) if c is None else c
-        t = np.zeros(np.shape(c)) if t is None else t
-        with np.errstate(all="ignore"):
-            err = np.abs(c - t)
-            ok = np.all((err <= tol * np.maximum(np.abs(t), 1.0)) | (np.isnan(c) & np.isnan(t)))
-        if not ok:
-            producer = next((format_eqn(e) for e in template.bwd if template.grads[i] in e.outputs), None)
-            out.append({"operand": i, "max_abs_error": float(np.nanmax(err)), "template_equation": producer})
-    return out
+    return [{"operand": c.index, "max_abs_error": c.max_abs, "max_relative_error": c.max_rel,
+             "template_equation": next((format_eqn(e) for e in template.bwd
+                                        if template.grads[c.index] in e.outputs), None)}
+            for c in compare_cotangents(closure, lifted_grads, ctx.case.diff, ctx.case.dtypes) if not c.ok]
+
+
+def _differs(b: dict) -> str:
+    size = "in shape" if b["max_abs_error"] is None else f"by up to {b['max_abs_error']:.3g}"
+    return (f"operand {b['operand']} differs {size}"
+            + (f" (template: {b['template_equation']})" if b["template_equation"] else ""))
 
 
 @check("lifted.agree")
@@ -62,15 +54,14 @@ def _agree(ctx):
     if lifted.fallback:
         ctx.add("lifted.agree", "skipped", "the lifted form is the closure itself (opaque fallback)")
         return
-    cts = ctx.primary_cts()
-    closure = ctx.grads(ctx.pullback(), cts)
-    _, lifted_grads = lifted.evaluate(ctx.case.fresh_operands(), [np.array(c, copy=True) for c in cts])
+    case, cts = ctx.case, ctx.primary_cts()
+    closure = closure_cotangents(case.prim, case.params, case.operands, case.diff, tuple(cts), rule=case.rule)
+    _, lifted_grads = lifted.evaluate(case.fresh_operands(), [np.array(c, copy=True) for c in cts])
     bad = _mismatches(ctx, closure, lifted_grads)
     if bad:
-        ctx.add("lifted.agree", "fail", "the lifted template and the closure disagree: " + "; ".join(
-            f"operand {b['operand']} differs by up to {b['max_abs_error']:.3g}"
-            + (f" (template: {b['template_equation']})" if b["template_equation"] else "") for b in bad)
-            + " (does the pullback branch on values, or read state outside its captures?)", {"mismatches": bad})
+        ctx.add("lifted.agree", "fail", "the lifted template and the closure disagree: "
+                + "; ".join(map(_differs, bad))
+                + " (does the pullback branch on values, or read state outside its captures?)", {"mismatches": bad})
     else:
         ctx.add("lifted.agree", "pass", "the template gives the closure's cotangents")
 
@@ -116,7 +107,7 @@ def _after_mutation(ctx):
                 a[...] = saved[n]
     lifted = _lifted(ctx)
     reference = (lifted.evaluate(ctx.case.fresh_operands(), [np.array(c, copy=True) for c in cts])[1]
-                 if not lifted.fallback else [dense(g) for g in right_after])
+                 if not lifted.fallback else right_after)
     bad = _mismatches(ctx, later, reference)
     if bad:
         ctx.add("lifted.after_mutation", "fail",

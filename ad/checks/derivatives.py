@@ -10,26 +10,21 @@ warning: no derivative exists there).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
-from ..rrule import project
+from ..api import vjp
+from ..core_prims import project
+from ..tangents import is_zero
+from .base import Verdict, check, dense, normalize, random_cotangent
 from .fd import _flat64, basis, directional_derivative, jacobian, one_sided_derivative, refined
-from .rule import check, dense, is_zero, normalize
 from .settings import fd_rtol
 
 MAX_BRACKET = 512        # coordinates of a kink bracket
 MAX_JACOBIAN = 10_000    # entries of a reported Jacobian
 SHOWN_JACOBIAN = 400     # entries small enough to store whole in the report (for the widget)
-
-
-@dataclass
-class Verdict:
-    status: str
-    message: str
-    numbers: dict = field(default_factory=dict)
 
 
 def _is_float(y) -> bool:
@@ -41,11 +36,6 @@ def _merge(xs, wrt, sub):
     for i, v in zip(wrt, sub):
         out[i] = v
     return out
-
-
-def _cotangent(y, rng):
-    y = np.asarray(y)
-    return rng.standard_normal(y.shape).astype(y.dtype) if _is_float(y) else np.zeros(y.shape, y.dtype)
 
 
 def _unc(est, v, factor) -> float:
@@ -91,7 +81,7 @@ def dot_check(fn, pullback, xs, wrt, *, domains, rng, directions, rtol) -> Verdi
     rows = []
     for _ in range(directions):
         us = [rng.standard_normal(np.shape(x)) for x in p.sub]
-        vs = [_cotangent(y, rng) for y in y0]
+        vs = [random_cotangent(np.shape(y), np.asarray(y).dtype, rng) for y in y0]
         v = _flat64(vs)
         g = p.grads(vs)
         rhs = float(sum(np.sum(u * gi) for u, gi in zip(us, g)))
@@ -258,7 +248,7 @@ def _fd(ctx):
     if not wrt:
         ctx.add("fd.dot_product", "skipped", "no operand has a cotangent (see cotangent.no_tangent)")
         return
-    rtol = fd_rtol([a.dtype for a in ctx.case.avals + ctx.case.out_avals])
+    rtol = fd_rtol(ctx.case.dtypes)
     v = dot_check(_impl(ctx), _rule_pullback(ctx), ctx.case.fresh_operands(), wrt, domains=ctx.case.domains,
                   rng=ctx.rng, directions=ctx.opts.directions, rtol=rtol)
     ctx.add("fd.dot_product", v.status, v.message, v.numbers)
@@ -274,7 +264,7 @@ def _no_tangent(ctx):
     fn, ops = _impl(ctx), ctx.case.fresh_operands()
     y0 = fn(*ops)
     size = max([float(np.max(np.abs(np.asarray(y, dtype=np.float64)), initial=0.0)) for y in y0 if _is_float(y)] + [1.0])
-    rtol = fd_rtol([a.dtype for a in ctx.case.avals + ctx.case.out_avals])
+    rtol = fd_rtol(ctx.case.dtypes)
     bad, jumps = [], []
     for i in idx:
         x = np.asarray(ops[i], dtype=np.float64)
@@ -299,7 +289,6 @@ def _second_order(ctx):
     if not ctx.opts.second_order:
         ctx.add("second_order.dot_product", "skipped", "not requested (pass second_order=True)")
         return
-    from ..api import vjp
     case = ctx.case
     wrt = _with_cotangent(ctx)
     outs = [k for k, a in enumerate(case.out_avals) if a.is_float]
@@ -310,7 +299,8 @@ def _second_order(ctx):
         cts = _merge(zeros, outs, a[len(wrt):])
         raw = normalize(case.rule(*ops, **case.params)[1](case.pack(cts)))
         return [project(case.avals[i], raw[i]) for i in wrt]
-    xs = [case.fresh_operands()[i] for i in wrt] + [_cotangent(zeros[k], ctx.rng) for k in outs]
+    xs = [case.fresh_operands()[i] for i in wrt] + [
+        random_cotangent(case.out_avals[k].shape, case.out_avals[k].dtype, ctx.rng) for k in outs]
     try:
         _, pullback = vjp(g, *xs)
     except Exception as exc:
@@ -318,7 +308,7 @@ def _second_order(ctx):
                 f"{type(exc).__name__}: {str(exc).splitlines()[0]}")
         return
     domains = [case.domains[i] for i in wrt] + [None] * len(outs)
-    rtol = fd_rtol([a.dtype for a in case.avals + case.out_avals])
+    rtol = fd_rtol(case.dtypes)
     v = dot_check(lambda *a: [np.asarray(r) for r in g(*a)], lambda vs: list(pullback(list(vs))), xs,
                   list(range(len(xs))), domains=domains, rng=ctx.rng, directions=ctx.opts.directions, rtol=rtol)
     ctx.add("second_order.dot_product", v.status, v.message, v.numbers)

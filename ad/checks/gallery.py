@@ -20,6 +20,8 @@ import numpy as np
 from ..primitives import BY_FUNCTION, REGISTRY
 from ..rrule import primitive, using_rule
 from ..tangents import NoTangent, ZeroTangent
+from .program import check
+from .rule import check_rule
 
 
 @dataclass(frozen=True)
@@ -41,8 +43,6 @@ class WrongRule:
     options: tuple = ()
 
     def run(self, **options):
-        from .program import check
-        from .rule import check_rule
         options = {**options, **dict(self.options)}     # what the entry needs to show its bug
         with contextlib.ExitStack() as stack:
             stack.enter_context(_registered())

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..rrule import project
-from ..tangents import NoTangent, ZeroTangent
+from ..core_prims import project
+from ..tangents import NoTangent, ZeroTangent, is_zero
+from .base import check, float_bits, normalize
 from .captures import location
-from .rule import check, is_zero, normalize
 from .settings import exact_rtol
 
 
@@ -136,66 +136,65 @@ def _summable(shape, target) -> bool:
     return lead >= 0 and all(t == 1 or t == s for t, s in zip(target, shape[lead:]))
 
 
+def _judge_each(ctx, name, judge, key, of_cotangent, of_operand, fine) -> bool:
+    """Add check ``name``: ``judge(i, aval, raw)`` on each differentiated operand's cotangent
+    gives None (as it should be), ``("note", text)`` or ``("error", text)``; ``numbers[key]``
+    lists ``of_cotangent`` of every cotangent. True if it failed."""
+    notes, errors = [], []
+    for i, (aval, r, d) in enumerate(zip(ctx.case.avals, ctx.raw, ctx.case.diff)):
+        found = judge(i, aval, r) if d and not is_zero(r) else None
+        if found is not None:
+            (errors if found[0] == "error" else notes).append(found[1])
+    numbers = {key: [str(of_cotangent(r)) if not is_zero(r) else repr(r) for r in ctx.raw],
+               "operands": [str(of_operand(a)) for a in ctx.case.avals]}
+    if errors:
+        ctx.add(name, "fail", "; ".join(errors), numbers)
+    else:
+        ctx.add(name, "pass", "; ".join(notes) or fine, numbers)
+    return bool(errors)
+
+
 @check("cotangent.shape")
 def _ct_shape(ctx):
     out_shapes = {a.shape for a in ctx.case.out_avals}
-    notes, errors = [], []
-    for i, (aval, r, d) in enumerate(zip(ctx.case.avals, ctx.raw, ctx.case.diff)):
-        if not d or is_zero(r):
-            continue
+
+    def judge(i, aval, r):
         shape = np.shape(r)
         if shape == aval.shape:
-            continue
+            return None
         if _summable(shape, aval.shape):
-            notes.append(f"operand {i}: {shape} summed to {aval.shape} by project()")
-        elif shape in out_shapes:
-            errors.append(f"operand {i}: missing unbroadcast: the cotangent has the output's shape "
-                          f"{shape}, not the operand's {aval.shape}; sum it over the axes where the "
-                          "operand was broadcast")
-        elif shape == aval.shape[::-1] and len(shape) > 1:
-            errors.append(f"operand {i}: transposed cotangent: shape {shape} is the transpose of the "
-                          f"operand's {aval.shape}")
-        else:
-            errors.append(f"operand {i}: cotangent shape {shape} for an operand of shape {aval.shape}")
-    numbers = {"shapes": [str(np.shape(r)) if not is_zero(r) else repr(r) for r in ctx.raw],
-               "operands": [str(a.shape) for a in ctx.case.avals]}
-    if errors:
+            return "note", f"operand {i}: {shape} summed to {aval.shape} by project()"
+        if shape in out_shapes:
+            return "error", (f"operand {i}: missing unbroadcast: the cotangent has the output's shape "
+                             f"{shape}, not the operand's {aval.shape}; sum it over the axes where the "
+                             "operand was broadcast")
+        if shape == aval.shape[::-1] and len(shape) > 1:
+            return "error", (f"operand {i}: transposed cotangent: shape {shape} is the transpose of the "
+                             f"operand's {aval.shape}")
+        return "error", f"operand {i}: cotangent shape {shape} for an operand of shape {aval.shape}"
+    if _judge_each(ctx, "cotangent.shape", judge, "shapes", np.shape, lambda a: a.shape,
+                   "every cotangent has its operand's shape"):
         ctx.unprojectable = "the cotangents cannot be projected onto the operands (see cotangent.shape)"
-        ctx.add("cotangent.shape", "fail", "; ".join(errors), numbers)
-    else:
-        ctx.add("cotangent.shape", "pass", "; ".join(notes) or "every cotangent has its operand's shape", numbers)
-
-
-def _bits(dtype) -> int:
-    return np.finfo(dtype).bits if np.issubdtype(dtype, np.inexact) else 0
 
 
 @check("cotangent.dtype")
 def _ct_dtype(ctx):
-    out_bits = max([_bits(a.dtype) for a in ctx.case.out_avals], default=0)
-    notes, errors = [], []
-    for i, (aval, r, d) in enumerate(zip(ctx.case.avals, ctx.raw, ctx.case.diff)):
-        if not d or is_zero(r):
-            continue
-        got = np.result_type(r)
-        want = aval.dtype
+    out_bits = max([float_bits(a.dtype) for a in ctx.case.out_avals], default=0)
+
+    def judge(i, aval, r):
+        got, want = np.result_type(r), aval.dtype
         if got == want:
-            continue
+            return None
         if not np.issubdtype(got, np.inexact):
-            errors.append(f"operand {i}: a {got} cotangent for a {want} operand")
-        elif np.issubdtype(got, np.complexfloating) and not np.issubdtype(want, np.complexfloating):
-            errors.append(f"operand {i}: a complex ({got}) cotangent for a real ({want}) operand")
-        elif _bits(got) > max(_bits(want), out_bits):
-            errors.append(f"operand {i}: silent upcast: the cotangent of a {want} operand is computed in "
-                          f"{got} (a float64 constant or astype in the pullback?)")
-        else:
-            notes.append(f"operand {i}: {got} cast to {want} by project()")
-    numbers = {"dtypes": [str(np.result_type(r)) if not is_zero(r) else repr(r) for r in ctx.raw],
-               "operands": [str(a.dtype) for a in ctx.case.avals]}
-    if errors:
-        ctx.add("cotangent.dtype", "fail", "; ".join(errors), numbers)
-    else:
-        ctx.add("cotangent.dtype", "pass", "; ".join(notes) or "every cotangent has its operand's dtype", numbers)
+            return "error", f"operand {i}: a {got} cotangent for a {want} operand"
+        if np.issubdtype(got, np.complexfloating) and not np.issubdtype(want, np.complexfloating):
+            return "error", f"operand {i}: a complex ({got}) cotangent for a real ({want}) operand"
+        if float_bits(got) > max(float_bits(want), out_bits):
+            return "error", (f"operand {i}: silent upcast: the cotangent of a {want} operand is computed in "
+                             f"{got} (a float64 constant or astype in the pullback?)")
+        return "note", f"operand {i}: {got} cast to {want} by project()"
+    _judge_each(ctx, "cotangent.dtype", judge, "dtypes", np.result_type, lambda a: a.dtype,
+                "every cotangent has its operand's dtype")
 
 
 @check("cotangent.integer")

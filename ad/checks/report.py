@@ -19,7 +19,17 @@ _COLOURS = {"pass": "#1a7f37", "fail": "#cf222e", "warn": "#9a6700", "skipped": 
 
 
 class CheckFailure(AssertionError):
-    """A check report has failures; the message lists every one of them."""
+    """A check report has failures; the message lists every one of them.
+
+    >>> def wrong_sign(x):
+    ...     return np.sin(x), lambda dy: (-dy * np.cos(x),)
+    >>> with ad.using_rule(np.sin, wrong_sign):
+    ...     ad.check_rule(np.sin, np.ones(3), raise_on_failure=True)
+    Traceback (most recent call last):
+    ...
+    ad.checks.report.CheckFailure: check_rule sin: 1 check(s) failed (seed 0)
+      fd.dot_product: <J u, v> = ... from the pullback (the opposite sign), at a smooth point; ...
+    """
 
     def __init__(self, report: "Report"):
         self.report = report
@@ -33,7 +43,12 @@ class CheckFailure(AssertionError):
 @dataclass
 class CheckResult:
     """One sub-check. ``numbers`` holds the quantities behind the verdict (JSON-able);
-    ``equation`` and ``source`` say what it concerns (the printed equation, ``file:line``)."""
+    ``equation`` and ``source`` say what it concerns (the printed equation, ``file:line``).
+
+    >>> result = ad.check_rule(np.sin, np.ones(2))["fd.dot_product"]
+    >>> result.status, sorted(result.numbers)
+    ('pass', ['directions', 'rtol'])
+    """
     name: str
     status: str
     message: str = ""
@@ -165,7 +180,14 @@ class Report:
 
 @dataclass
 class RuleReport(Report):
-    """The checks of one rule at one set of operands (``ad.check_rule``)."""
+    """The checks of one rule at one set of operands (``ad.check_rule``).
+
+    >>> report = ad.check_rule(np.tanh, np.linspace(-1, 1, 3))
+    >>> report.primitive, report.ok, report["algebra.zero"].status
+    ('tanh', True, 'pass')
+    >>> report.summary()
+    '23 passed, 0 failed, 0 warnings, 5 skipped (seed 0)'
+    """
     primitive: str | None = None
 
 
@@ -173,7 +195,14 @@ class RuleReport(Report):
 class ProgramReport(Report):
     """The checks of a whole program (``ad.check``): program-level checks, then one RuleReport
     per differentiated equation at its recorded values. ``culprit`` is the first equation in
-    reverse (backward) order whose own checks fail."""
+    reverse (backward) order whose own checks fail.
+
+    >>> report = ad.check(lambda x: np.sum(np.sin(x) ** 2), np.linspace(0, 1, 3))
+    >>> report.ok, [r.primitive for r in report.equations], report.culprit
+    (True, ['sin', 'power', 'sum'], None)
+    >>> report.to_dict()["counts"]
+    {'pass': 12, 'fail': 0, 'warn': 0, 'skipped': 0}
+    """
     equations: list[RuleReport] = field(default_factory=list)
     culprit: RuleReport | None = None
 

@@ -8,139 +8,23 @@ and adds exactly one result to the report.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Callable
-
 import numpy as np
 
+from ..api import trace
 from ..backward import build
 from ..primitives import Primitive, lookup
-from ..rrule import project, using_rule
-from ..tangents import is_zero, unthunk
-from ..tape import Aval, Var, format_eqn
+from ..rrule import using_rule
+from ..tape import Var, eval_tape, format_eqn
+from . import algebra, closure, derivatives, interface  # noqa: F401  (they register the checks)
+from .base import CHECKS, Context, RuleCase
 from .captures import describe, location, raised_at
 from .report import CheckResult, RuleReport
+from .samples import declared_domains
 from .settings import RULE_CHECKS, Options
-
-CHECKS: dict[str, Callable] = {}
-
-
-def check(name: str):
-    """Register the function that computes the rule check ``name`` (see settings.RULE_CHECKS)."""
-    if name not in {n for n, _, _ in RULE_CHECKS}:
-        raise ValueError(f"{name!r} is not in settings.RULE_CHECKS")
-
-    def register(fn):
-        CHECKS[name] = fn
-        return fn
-    return register
-
-
-@dataclass
-class RuleCase:
-    """One rule instance: the primitive, its rule and params, and the operands it is checked at.
-
-    diff: which operands are differentiated (traced float values). seed_cts: output cotangents
-    recorded by a program (used instead of random ones where a check needs one cotangent)."""
-    prim: Primitive
-    rule: Callable
-    params: dict
-    operands: list
-    diff: tuple
-    equation: str
-    domains: list
-    seed_cts: list | None = None
-    reference: list = field(init=False)
-
-    def __post_init__(self):
-        with np.errstate(all="ignore"):
-            ref = self.prim.impl(*self.fresh_operands(), **self.params)
-        self.reference = list(ref) if self.prim.multiple_results else [ref]
-
-    @property
-    def avals(self) -> list[Aval]:
-        return [Aval.of(v) for v in self.operands]
-
-    @property
-    def out_avals(self) -> list[Aval]:
-        return [Aval.of(v) for v in self.reference]
-
-    def fresh_operands(self) -> list:
-        return [np.array(v, copy=True) if isinstance(v, np.ndarray) else v for v in self.operands]
-
-    def call(self, operands=None):
-        with np.errstate(all="ignore"):
-            return self.rule(*(self.fresh_operands() if operands is None else operands), **self.params)
-
-    def pack(self, cts):
-        return tuple(cts) if self.prim.multiple_results else cts[0]
-
-
-def normalize(raw) -> tuple:
-    """The pullback's result as a tuple (a single cotangent may be returned bare), unthunked."""
-    return tuple(unthunk(r) for r in (raw if isinstance(raw, tuple) else (raw,)))
-
-
-class Context:
-    """Shared state of one rule check: options, the private generator, results, and what the
-    structure checks learned (the first call's ``y``, pullback and cotangents)."""
-
-    def __init__(self, case: RuleCase, opts: Options, rng: np.random.Generator):
-        self.case, self.opts, self.rng = case, opts, rng
-        self.results: list[CheckResult] = []
-        self.broken: str | None = None       # why checks that call the rule cannot run
-        self.unprojectable: str | None = None  # why checks that project cotangents cannot run
-        self.y = None
-        self.rule_source = location(case.rule)
-        self.pullback_source: str | None = None
-
-    @property
-    def source(self) -> str | None:
-        return self.pullback_source or self.rule_source
-
-    def add(self, name, status, message, numbers=None, *, source=None, equation=None):
-        if status == "fail" and self.opts.level(name) == "warn":
-            status = "warn"
-        self.results.append(CheckResult(name, status, message, numbers or {},
-                                        equation or self.case.equation, source or self.source))
-
-    def status(self, name) -> str | None:
-        return next((r.status for r in self.results if r.name == name), None)
-
-    def raised(self, name, what, exc, fn=None):
-        self.add(name, "fail", f"{what} raised {describe(exc)}", {"exception": describe(exc)},
-                 source=raised_at(exc, prefer=fn or self.case.rule) or self.source)
-
-    def primary_cts(self) -> list:
-        """The cotangent a program recorded for this equation, else a random one."""
-        if self.case.seed_cts is not None:
-            return [np.array(c, copy=True) for c in self.case.seed_cts]
-        return self.random_cts()
-
-    def random_cts(self) -> list:
-        """One cotangent per output: standard normal for float outputs (in their dtype), zeros
-        of the output's dtype for the others (what the backward builder passes)."""
-        return [self.rng.standard_normal(a.shape).astype(a.dtype) if a.is_float else np.zeros(a.shape, a.dtype)
-                for a in self.case.out_avals]
-
-    def pullback(self):
-        return self.case.call()[1]
-
-    def grads(self, pb, cts) -> list:
-        """Projected cotangents of ``pb(cts)``, one per operand (NoTangent where none)."""
-        raw = normalize(pb(self.case.pack([np.array(c, copy=True) if isinstance(c, np.ndarray) else c
-                                           for c in cts])))
-        return [project(a, r) for a, r in zip(self.case.avals, raw)]
-
-
-def dense(g):
-    """A projected cotangent as a float64 array, or None for a structural zero."""
-    return None if is_zero(g) else np.asarray(g, dtype=np.complex128 if np.iscomplexobj(g) else np.float64)
 
 
 def run_checks(case: RuleCase, opts: Options, rng: np.random.Generator, prior=()) -> list[CheckResult]:
     """Run every non-registration check on ``case``; ``prior`` are results already computed."""
-    from . import algebra, closure, derivatives, interface  # noqa: F401  (fill CHECKS)
     ctx = Context(case, opts, rng)
     ctx.results.extend(prior)
     with using_rule(case.prim, case.rule), np.errstate(all="ignore"):
@@ -200,8 +84,6 @@ def _target(f):
 
 
 def _setup(f, args, kwargs, rule, opts, results):
-    from ..api import trace
-    from ..interpret import eval_tape
     name = getattr(f, "__name__", None) or getattr(f, "name", None) or repr(f)
     title = f"check_rule {name}"
 
@@ -262,7 +144,6 @@ def _setup(f, args, kwargs, rule, opts, results):
 def _domains(opts, tape, eqn, prim) -> list:
     """Per operand: the domain given for the argument it is (an input of the call), else the
     domain declared in the sample table for the primitive."""
-    from .samples import declared_domains
     if opts.domains is None:
         return declared_domains(prim, len(eqn.inputs))
     by_input = dict(zip(tape.inputs, opts.domains))

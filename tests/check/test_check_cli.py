@@ -14,7 +14,9 @@ MODULE = textwrap.dedent("""
     def example():
         return np.ones((2, 3)), np.arange(3.0)
 
-    double = ad.primitive(name="cli_test.double")(lambda x: 2.0 * x)
+    @ad.primitive                 # named double, double_2, ...: the file is run once per load
+    def double(x):
+        return 2.0 * x
 
     @ad.rrule(double)
     def _double_rule(x):

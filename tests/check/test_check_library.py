@@ -60,10 +60,11 @@ def test_max_with_ties():
     _fd(check_rule(np.max, np.array([1.0, 1.0, 0.3, -2.0])))
 
 
+relu = ad.primitive(name="test.relu")(lambda x: np.maximum(x, 0.0))
+
+
 @pytest.mark.parametrize("choice", [0.0, 1.0, 0.5])
 def test_every_subgradient_of_relu_passes(choice):
-    relu = ad.primitive(name="test.relu")(lambda x: np.maximum(x, 0.0))
-
     def rule(x):
         return relu(x), lambda dy: (dy * np.where(x > 0, 1.0, np.where(x == 0, choice, 0.0)),)
     _fd(check_rule(relu, np.array([0.0, 1.0, -1.0, 0.0]), rule=rule))

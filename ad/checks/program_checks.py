@@ -1,0 +1,224 @@
+"""The program checks of ``settings.PROGRAM_CHECKS``: each a function of the prepared
+``ProgramRecord`` returning its ``Verdict``, reading only what the record offers (so they run
+in any order): the end-to-end dot-product test, the per-equation rule checks and their culprit,
+closure versus lifted, zero, linearity and determinism of the whole backward, a dtype-flow audit,
+the first pullback making NaN/Inf from finite inputs, kinks, residual checksums, fallbacks.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import pytree
+from ..backward import residuals
+from ..tape import Var, format_eqn
+from .base import Verdict, check, combine, float_bits, random_cotangent
+from .captures import describe, raised_at
+from .derivatives import dot_check
+from .forms import compare_cotangents
+from .program_record import ProgramRecord
+from .samples import KINKS
+from .settings import fd_rtol
+
+
+@check("program.build")
+def _build(p: ProgramRecord) -> Verdict:
+    return Verdict("pass", f"{len(p.primal.eqns)} equations, {len(p.gt.eqns)} in the gradient tape "
+                   f"({len(p.wrt)} input(s) differentiated)")
+
+
+@check("program.dot_product")
+def _dot_product(p: ProgramRecord) -> Verdict:
+    if not p.wrt:
+        return Verdict("skipped", "no float input to differentiate")
+    in_tree, leaves = p.primal.in_tree, pytree.flatten(tuple(p.args))[0]
+
+    def fn(*flat):
+        it = iter(flat)
+        new = [next(it) if traced else x for x, traced in zip(leaves, in_tree.traced)]
+        out = p.f(*pytree.unflatten(in_tree.structure, new))
+        return [np.asarray(y) for y in pytree.flatten(out)[0]]
+
+    def pullback(vs):
+        out = [None] * len(p.values)
+        for i, g in zip(p.wrt, p.lifted(vs)):
+            out[i] = g
+        return out
+    n = len(p.values)
+    domains = None if p.opts.domains is None else (list(p.opts.domains) + [None] * n)[:n]
+    rtol = fd_rtol([v.aval.dtype for v in p.primal.inputs + tuple(x for x in p.primal.outputs if type(x) is Var)])
+    return dot_check(fn, pullback, p.values, p.wrt, domains=domains, rng=p.rng("program.dot_product"),
+                     directions=p.opts.directions, rtol=rtol)
+
+
+def _closure_raised(p: ProgramRecord) -> Verdict:
+    return Verdict("fail", f"the closure form raised {describe(p.closure.error)}", source=raised_at(p.closure.error))
+
+
+@check("program.equations")
+def _equations(p: ProgramRecord) -> Verdict:
+    if not p.want_equations:
+        return Verdict("skipped", "not requested (equations=False)")
+    if p.closure.error is not None:
+        return _closure_raised(p)
+    failing = [r for r in p.equation_reports if not r.ok]
+    if not failing:
+        return Verdict("pass", f"{len(p.equation_reports)} differentiated equation(s) pass their rule checks "
+                       "at their recorded values")
+    c = p.culprit
+    return Verdict("fail", f"{len(failing)} equation(s) fail their rule checks; culprit (first in reverse "
+                   f"order): {c.equation} ({', '.join(x.name for x in c.failures)})",
+                   {"failing": [r.equation for r in failing]}, c.equation, c.source)
+
+
+def _worst(closure, lifted, p: ProgramRecord) -> float | None:
+    """The largest relative difference of two gradient lists, or None when they agree."""
+    found = compare_cotangents(closure, lifted, (True,) * len(p.wrt), p.dtypes)
+    bad = [np.inf if c.max_rel is None else c.max_rel for c in found if not c.ok]
+    return max(bad) if bad else None
+
+
+@check("program.closure_vs_lifted")
+def _closure_vs_lifted(p: ProgramRecord) -> Verdict:
+    if p.closure.error is not None:
+        return _closure_raised(p)
+    worst = _worst(p.closure.grads, p.lifted_run.grads, p)
+    if worst is None:
+        return Verdict("pass", "the closure form and the lifted tape agree")
+    blame = f"; see {p.culprit.equation}" if p.culprit else ""
+    return Verdict("fail", f"the closure form and the lifted tape differ (relative difference {worst:.3g})"
+                   f"{blame}", {"max_relative_difference": worst})
+
+
+@check("program.zero")
+def _zero(p: ProgramRecord) -> Verdict:
+    zeros = [np.zeros(v.aval.shape, v.aval.dtype) for v in p.primal.outputs]
+    bad = [i for i, g in zip(p.wrt, p.lifted(zeros)) if not np.all(np.asarray(g) == 0)]
+    if bad:
+        return Verdict("fail", f"a zero output cotangent gives nonzero gradients for inputs {bad}")
+    return Verdict("pass", "zero in, exactly zero out")
+
+
+@check("program.linearity")
+def _linearity(p: ProgramRecord) -> Verdict:
+    rng = p.rng("program.linearity")
+    u, v = p.seeds, [random_cotangent(x.aval.shape, x.aval.dtype, rng) for x in p.primal.outputs]
+    a, b = 0.75, -1.5
+    gu, gv, gw = p.lifted_run.grads, p.lifted(v), p.lifted(combine(a, u, b, v))
+    worst = _worst(gw, [a * np.asarray(x, np.float64) + b * np.asarray(y, np.float64) for x, y in zip(gu, gv)], p)
+    if worst is None:
+        return Verdict("pass", "the backward is linear in its cotangent")
+    return Verdict("fail", f"the backward is not linear (relative error {worst:.3g})")
+
+
+def _same(a, b) -> bool:
+    return all(np.array_equal(x, y, equal_nan=True) for x, y in zip(a, b))
+
+
+@check("program.determinism")
+def _determinism(p: ProgramRecord) -> Verdict:
+    forms, bad = [], []
+    (forms if _same(p.lifted_run.grads, p.lifted(p.seeds)) else bad).append("lifted")
+    if p.closure.error is None:
+        (forms if _same(p.closure.grads, p.closure_grads(p.seeds)) else bad).append("closure")
+    if bad:
+        what = {"lifted": "the lifted tape", "closure": "the closure form"}
+        return Verdict("fail", "running the backward twice gives different gradients in "
+                       + " and ".join(what[b] for b in bad))
+    return Verdict("pass", f"identical gradients on a second run ({', '.join(forms)})")
+
+
+@check("program.dtype_flow")
+def _dtype_flow(p: ProgramRecord) -> Verdict:
+    """Promotions: a float output more precise than every float variable feeding it (a float64
+    constant, an upcast in a pullback), or complex from real. Explicit astype in the user's code
+    is not silent."""
+    found = []
+    for e in p.gt.eqns:
+        if e.prim.name == "astype" and not e.origin.is_backward:
+            continue
+        ins = [x.aval.dtype for x in e.inputs if type(x) is Var and x.aval.is_float]
+        if not ins:
+            continue
+        real = not any(np.issubdtype(d, np.complexfloating) for d in ins)
+        for v in e.outputs:
+            d = v.aval.dtype
+            if v.aval.is_float and (float_bits(d) > max(map(float_bits, ins))
+                                    or (real and np.issubdtype(d, np.complexfloating))):
+                found.append((e, v))
+    if not found:
+        return Verdict("pass", "no silent promotion")
+    e, v = found[0]
+    where = e.origin.describe() if e.origin.is_backward else "the program"
+    status = "fail" if any(x.origin.is_backward for x, _ in found) else "warn"
+    return Verdict(status, f"{len(found)} equation(s) promote silently; first: {format_eqn(e)} in {where} "
+                   f"({', '.join(str(x.aval) for x in e.inputs)} -> {v.aval})",
+                   {"equations": [format_eqn(x) for x, _ in found[:10]]}, format_eqn(e), e.source)
+
+
+@check("program.nan")
+def _nan(p: ProgramRecord) -> Verdict:
+    lifted, closure = p.lifted_run.nan, p.closure.nan
+    messages, numbers = [], {}
+    if lifted is not None:
+        messages.append(f"lifted: {format_eqn(lifted)} ({lifted.origin.describe()}) produces NaN/Inf from "
+                        "finite inputs")
+        numbers["lifted"] = format_eqn(lifted)
+    if closure is not None:
+        messages.append(f"closure: the pullback of {p.name(closure)} produces NaN/Inf from finite inputs")
+        numbers["closure"] = p.name(closure)
+    if not messages:
+        return Verdict("pass", "every pullback maps finite inputs to finite cotangents")
+    if closure is not None:
+        return Verdict("fail", "; ".join(messages), numbers, p.name(closure), closure.source)
+    return Verdict("fail", "; ".join(messages), numbers, format_eqn(lifted), lifted.source)
+
+
+@check("program.kinks")
+def _kinks(p: ProgramRecord) -> Verdict:
+    found = []
+    for e, vals in p.closure.operands.items():
+        distance = KINKS.get(e.prim.name)
+        if distance is None:
+            continue
+        d = np.abs(np.asarray(distance(*vals, **dict(e.params)), dtype=np.float64))
+        scale = max([1.0] + [float(np.max(np.abs(np.asarray(v, np.float64)), initial=0.0))
+                             for v in vals if np.issubdtype(np.asarray(v).dtype, np.number)])
+        at, near = int(np.sum(d <= 1e-12 * scale)), int(np.sum(d <= 1e-3 * scale))
+        if near:
+            found.append({"equation": p.name(e), "source": e.source, "at": at, "near": near})
+    if not found:
+        return Verdict("pass", "no equation evaluated at or near a kink")
+    return Verdict("warn", "; ".join(f"{k['equation']}: {k['at']} element(s) at a kink, {k['near']} within 1e-3"
+                                     for k in found) + " (the gradient there is a subgradient choice)",
+                   {"equations": found}, found[0]["equation"], found[0]["source"])
+
+
+@check("program.residuals")
+def _residuals(p: ProgramRecord) -> Verdict:
+    problems, numbers = [], {}
+    if p.closure.mutation is not None:
+        victim, moved, mutator, phase = p.closure.mutation
+        problems.append(f"closure: {moved} of {p.name(victim)} changed before its pullback ran, "
+                        f"after the {phase} of {p.name(mutator)}")
+        numbers["closure"] = {"victim": p.name(victim), "arrays": moved, "mutator": p.name(mutator)}
+    if p.lifted_run.mutation is not None:
+        moved, e = p.lifted_run.mutation
+        numbers["lifted"] = f"lifted: residual(s) {moved} changed by {format_eqn(e)} ({e.origin.describe()})"
+        problems.append(numbers["lifted"])
+    if not problems:
+        return Verdict("pass", "no residual was mutated between the forward and backward passes "
+                       f"({len(p.closure.operands)} closures, {len(residuals(p.gt))} lifted residuals)")
+    victim = p.closure.mutation[0] if p.closure.mutation else None
+    return Verdict("fail", "; ".join(problems) + ": the backward pass reads modified values", numbers,
+                   p.name(victim) if victim else None, victim.source if victim else None)
+
+
+@check("program.fallbacks")
+def _fallbacks(p: ProgramRecord) -> Verdict:
+    if not p.gt.fallbacks:
+        return Verdict("pass", "every rule is lifted")
+    opaque = [format_eqn(e) for e in p.gt.eqns[:p.gt.n_forward] if e.prim.kind == "opaque"]
+    return Verdict("warn", f"{len(p.gt.fallbacks)} rule(s) run as opaque closures: "
+                   + "; ".join(map(str, p.gt.fallbacks)),
+                   {"fallbacks": [str(x) for x in p.gt.fallbacks], "equations": opaque},
+                   opaque[0] if opaque else None, p.gt.fallbacks[0].source)
