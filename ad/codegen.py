@@ -3,6 +3,7 @@ a comment with the provenance. The source is shown to learners and executed for 
 compiled gradient is, by construction, a hand-written gradient."""
 from __future__ import annotations
 
+import functools
 import keyword
 import re
 
@@ -11,13 +12,6 @@ import numpy as np
 from . import pytree
 from .backward import GradTape
 from .tape import Tape, Var, gc_paused
-
-_OPERATORS = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "power": "**",
-              "matmul": "@", "floor_divide": "//", "remainder": "%", "less": "<",
-              "less_equal": "<=", "greater": ">", "greater_equal": ">=", "equal": "==",
-              "not_equal": "!="}
-_NUMPY_CALLS = {"sum", "mean", "prod", "max", "min", "argmax", "argmin", "any", "all", "reshape",
-                "transpose", "broadcast_to", "where", "cumsum", "cumprod", "roll", "clip"}
 
 
 class _Namespace:
@@ -65,44 +59,28 @@ def _operand_src(x, ns) -> str:
     return _value_src(v, ns)
 
 
-def _index_src(spec, arrays) -> str:
-    parts = []
-    for s in spec:
-        if s == "...":
-            parts.append("...")
-        elif s is None:
-            parts.append("None")
-        elif isinstance(s, tuple) and s[0] == "slice":
-            a, b, c = ("" if x is None else str(x) for x in s[1:])
-            parts.append(f"{a}:{b}" + (f":{c}" if c else ""))
-        elif isinstance(s, tuple):
-            parts.append(arrays[s[1]])
-        else:
-            parts.append(str(s))
-    return ", ".join(parts) + ("," if len(parts) == 1 else "")
+@functools.cache    # once per function, not once per equation
+def _numpy_path(f) -> str | None:
+    """Where compiled code finds a numpy function or ufunc (``np.sum``, ``np.linalg.inv``)."""
+    module = getattr(f, "__module__", None) or ""
+    if module != "numpy" and not module.startswith("numpy."):
+        return None
+    return ".".join(["np", *module.split(".")[1:], f.__name__])
 
 
 def eqn_source(e, ns: _Namespace) -> str:
-    """The right-hand side of one equation."""
+    """The right-hand side of one equation, as its primitive's ``spelling`` says: a format
+    string over the operand and param sources, a function of the operand sources and the
+    params, or by default a call of the numpy function (else of the impl) with the params as
+    keywords."""
     args = [_operand_src(x, ns) for x in e.inputs]
-    params = e.kwargs
-    name = e.prim.name
-    if name in _OPERATORS and len(args) == 2:
-        return f"{args[0]} {_OPERATORS[name]} {args[1]}"
-    if name == "negative":
-        return f"-{args[0]}"
-    if name == "getitem":
-        return f"{args[0]}[{_index_src(params['index'], args[1:])}]"
-    if name == "einsum":
-        return f"np.einsum({params['subscripts']!r}, {', '.join(args)})"
-    if name == "concatenate":
-        return f"np.concatenate(({', '.join(args)},), axis={params['axis']})"
-    if name == "full":
-        return f"np.full({_value_src(params['shape'], ns)}, {params['fill_value']!r}, {_value_src(params['dtype'], ns)})"
-    kw = "".join(f", {k}={_value_src(v, ns)}" for k, v in params.items())
-    if name in _NUMPY_CALLS or (e.prim.function is not None and isinstance(e.prim.function, np.ufunc)):
-        return f"np.{e.prim.function.__name__ if isinstance(e.prim.function, np.ufunc) else name}({', '.join(args)}{kw})"
-    fn = ns.bind(e.prim.impl, _ident(name), numbered=False)
+    spelling = e.prim.spelling
+    if callable(spelling):
+        return spelling(args, e.kwargs)
+    if spelling is not None:
+        return spelling.format(*args, **{k: _value_src(v, ns) for k, v in e.params})
+    kw = "".join(f", {k}={_value_src(v, ns)}" for k, v in e.params)
+    fn = _numpy_path(e.prim.function) or ns.bind(e.prim.impl, _ident(e.prim.name), numbered=False)
     return f"{fn}({', '.join(args)}{kw})"
 
 

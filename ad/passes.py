@@ -5,8 +5,10 @@ backward boundary) and never changes what the tape computes.
 * ``cse``: merge equations with the same primitive, inputs and params (never opaque or random
   ones).
 * ``fold``: evaluate equations whose inputs are all literals (small results only).
-* ``simplify``: algebraic clean-ups: x+0, x*1, x*0 for structural zeros, transpose of transpose,
-  reshape of reshape, no-op reshape/broadcast/astype/positive, double negation.
+* ``simplify``: algebraic clean-ups, one list of rules keyed by the primitive objects (``RULES``:
+  x+0, x*1, x*0 for structural zeros, double negation, transpose of transpose, no-op
+  reshape/broadcast/astype/positive), and two read from the primitives' traits: an
+  ``elementwise`` operation reads through broadcasts, a ``linear_in`` one of zeros is zero.
 
 ``optimize`` runs them to a fixed point and records op counts per pass in ``tape.meta["passes"]``.
 """
@@ -17,7 +19,10 @@ from dataclasses import replace
 import numpy as np
 
 from .backward import VAR_MAPS, GradTape
-from .core_prims import full_p
+from .core_prims import (add_p, astype_p, broadcast_to_p, full_p, positive_p, reshape_p, sum_to_p,
+                         transpose_p)
+from .lib.contraction import einsum_p, matmul_p, matvec_p, vecdot_p, vecmat_p
+from .lib.elementwise import divide_p, multiply_p, negative_p, power_p, subtract_p
 from .tape import Eqn, Lit, Tape, Var, gc_paused
 
 FOLD_MAX_SIZE = 1   # fold only scalars: array constants would hide the structure
@@ -108,37 +113,154 @@ def fold(tape: Tape) -> Tape:
     return _rebuild(tape, kept, subst)
 
 
-def _is_zero(x, zeros) -> bool:
-    if type(x) is Var:
-        return x in zeros
-    v = x.value
-    return isinstance(v, (int, float, np.ndarray, np.generic)) and np.size(v) > 0 and not np.any(v)
+ZERO = "zero"   # a rewrite's answer: the output is a structural zero
 
 
-def _is_one(x) -> bool:
-    return type(x) is Lit and np.size(x.value) > 0 and np.all(np.asarray(x.value) == 1)
+class _Seen:
+    """What ``simplify`` knows of the equations before the current one."""
+
+    def __init__(self):
+        self.producers: dict = {}      # Var -> the equation that made it
+        self.zeros: set = set()        # outputs of full(fill_value=0): structural zeros
+
+    def made_by(self, x, prim):
+        """The equation of ``prim`` that made ``x``, or None."""
+        p = self.producers.get(x) if type(x) is Var else None
+        return p if p is not None and p.prim is prim else None
+
+    def structural_zero(self, x) -> bool:
+        return type(x) is Var and x in self.zeros
+
+    def zero(self, x) -> bool:
+        """A structural zero, or a literal whose elements are all 0."""
+        if type(x) is Var:
+            return x in self.zeros
+        return _all_equal(x.value, 0)
+
+    def one(self, x) -> bool:
+        return type(x) is Lit and _all_equal(x.value, 1)
+
+
+def _all_equal(v, c) -> bool:
+    """Is the literal ``v`` a number or a non-empty array of numbers all equal to ``c``?"""
+    if isinstance(v, (int, float)):       # Python scalars, the common case, without numpy's cost
+        return v == c
+    return isinstance(v, (np.ndarray, np.generic)) and np.size(v) > 0 and bool(np.all(v == c))
 
 
 def _same(x, v: Var) -> bool:
     return x.aval == v.aval
 
 
+# -- rewrite rules -------------------------------------------------------------------------------
+# A rule sees one equation (operands already rewritten) and returns what its output can be
+# replaced by: an existing operand, ZERO, ("inputs", operands) for the same equation on other
+# operands, or None.
+
+def _neutral(test, positions):
+    """``x op c -> x`` when the operand at one of ``positions`` passes ``test`` (``_Seen.zero``,
+    ``_Seen.one``)."""
+    def rule(e, ins, out, seen):
+        for k in positions:
+            other = ins[1 - k]
+            if test(seen, ins[k]) and _same(other, out):
+                return other
+        return None
+    return rule
+
+
+def _absorbing_zero(e, ins, out, seen):
+    """``x * 0 -> 0`` (and ``x @ 0``) for a structural zero, whatever ``x`` holds."""
+    return ZERO if seen.zeros and any(seen.structural_zero(x) for x in ins) else None
+
+
+def _no_op(e, ins, out, seen):
+    """An operation that leaves its operand's shape and dtype unchanged leaves it unchanged."""
+    return ins[0] if _same(ins[0], out) else None
+
+
+def _double_negation(e, ins, out, seen):
+    p = seen.made_by(ins[0], negative_p)
+    return p.inputs[0] if p is not None and _same(p.inputs[0], out) else None
+
+
+def _identity_permutation(e, ins, out, seen):
+    axes = e.kwargs["axes"]
+    return ins[0] if axes == tuple(range(len(axes))) else None
+
+
+def _transpose_of_transpose(e, ins, out, seen):
+    axes = e.kwargs["axes"]
+    p = seen.made_by(ins[0], transpose_p)
+    if p is not None and tuple(p.kwargs["axes"][a] for a in axes) == tuple(range(len(axes))) \
+            and _same(p.inputs[0], out):
+        return p.inputs[0]
+    return None
+
+
+RULES = [
+    (add_p, _neutral(_Seen.zero, (0, 1))),       # x + 0, 0 + x
+    (subtract_p, _neutral(_Seen.zero, (1,))),    # x - 0
+    (multiply_p, _absorbing_zero),               # x * 0 (structural zeros only: 0 * inf)
+    *((p, _absorbing_zero) for p in (matmul_p, einsum_p, vecdot_p, matvec_p, vecmat_p)),   # x @ 0
+    (multiply_p, _neutral(_Seen.one, (0, 1))),   # x * 1, 1 * x
+    (divide_p, _neutral(_Seen.one, (1,))),       # x / 1
+    (power_p, _neutral(_Seen.one, (1,))),        # x ** 1
+    (negative_p, _double_negation),              # -(-x)
+    (transpose_p, _identity_permutation),        # transpose(x, (0, 1, ...))
+    (transpose_p, _transpose_of_transpose),      # transpose(transpose(x, p), inverse of p)
+    *((p, _no_op) for p in (positive_p, reshape_p, broadcast_to_p, sum_to_p, astype_p)),
+]
+_RULES_OF = {p: [r for q, r in RULES if q is p] for p, _ in RULES}
+
+
+def _skip_broadcast(ins, out, seen):
+    """An elementwise operand made by broadcast_to is broadcast by the operation anyway: a new
+    equation reading the un-broadcast value when the result's shape stays the same."""
+    new_ins = list(ins)
+    for k, x in enumerate(ins):
+        p = seen.made_by(x, broadcast_to_p)
+        if p is not None:
+            trial = new_ins[:k] + [p.inputs[0]] + new_ins[k + 1:]
+            if np.broadcast_shapes(*(np.shape(t.value) if type(t) is Lit else t.aval.shape
+                                     for t in trial)) == out.aval.shape:
+                new_ins = trial
+    return ("inputs", tuple(new_ins)) if new_ins != list(ins) else None
+
+
+def _simplified(e, ins, out, seen):
+    """The first rewrite that applies: the primitive's own rules, then those its traits allow
+    (an elementwise operation reads through broadcasts; a linear one of zeros is zero)."""
+    prim = e.prim
+    for rule in _RULES_OF.get(prim, ()):
+        target = rule(e, ins, out, seen)
+        if target is not None:
+            return target
+    if prim.elementwise and len(ins) > 1:
+        target = _skip_broadcast(ins, out, seen)
+        if target is not None:
+            return target
+    if prim.linear_in and seen.zeros and all(seen.structural_zero(ins[k]) for k in prim.linear_in):
+        return ZERO      # true whether the operands are linear jointly (x + y) or each (x @ y)
+    return None
+
+
 def simplify(tape: Tape) -> Tape:
-    """Algebraic clean-ups. Structural zeros are the outputs of ``full`` with fill 0 (what the
-    backward pass emits for unreached cotangents); a product with one is a zero whatever the
-    other factor holds, as in JAX's symbolic zeros."""
-    producers: dict = {}
-    zeros: set = set()
+    """Algebraic clean-ups (``RULES``, and the traits ``elementwise`` and ``linear_in``).
+    Structural zeros are the outputs of ``full`` with fill 0 (what the backward pass emits for
+    unreached cotangents); a product with one is a zero whatever the other factor holds, as in
+    JAX's symbolic zeros."""
+    seen = _Seen()
     subst: dict = {}
     kept = []
     for i, e in enumerate(tape.eqns):
         ins = tuple(subst.get(x, x) if type(x) is Var else x for x in e.inputs)
         e = replace(e, inputs=ins) if ins != e.inputs else e
         out = e.outputs[0] if len(e.outputs) == 1 else None
-        target = _simplified(e, ins, out, producers, zeros) if out is not None else None
-        if target == "zero" and not e.origin.is_backward:
+        target = _simplified(e, ins, out, seen) if out is not None else None
+        if target == ZERO and not e.origin.is_backward:
             target = None        # keep IEEE semantics (0 * inf) in the user's own program
-        if target == "zero":
+        if target == ZERO:
             e = Eqn(full_p, (), (("dtype", out.aval.dtype), ("fill_value", 0), ("shape", out.aval.shape)),
                     e.outputs, e.source, e.origin)
         elif isinstance(target, tuple) and target[0] == "inputs":
@@ -147,79 +269,12 @@ def simplify(tape: Tape) -> Tape:
             subst[out] = target
             continue
         if e.prim is full_p and e.kwargs["fill_value"] == 0:
-            zeros.add(out)
+            seen.zeros.add(out)
         for v in e.outputs:
-            producers[v] = e
+            seen.producers[v] = e
         kept.append((i, e))
     return _rebuild(tape, kept, subst)
 
-
-def _simplified(e, ins, out, producers, zeros):
-    """What ``out`` can be replaced by: an existing operand, "zero", a new equation, or None."""
-    name = e.prim.name
-    if name == "add":
-        a, b = ins
-        if _is_zero(a, zeros) and _same(b, out):
-            return b
-        if _is_zero(b, zeros) and _same(a, out):
-            return a
-    elif name == "subtract":
-        if _is_zero(ins[1], zeros) and _same(ins[0], out):
-            return ins[0]
-    elif name == "multiply":
-        a, b = ins
-        if (type(a) is Var and a in zeros) or (type(b) is Var and b in zeros):
-            return "zero"
-        if _is_one(a) and _same(b, out):
-            return b
-        if _is_one(b) and _same(a, out):
-            return a
-    elif name in ("divide", "power"):
-        if _is_one(ins[1]) and _same(ins[0], out):
-            return ins[0]
-    elif name in ("positive",) and _same(ins[0], out):
-        return ins[0]
-    elif name == "negative":
-        p = producers.get(ins[0])
-        if p is not None and p.prim.name == "negative" and _same(p.inputs[0], out):
-            return p.inputs[0]
-    elif name in ("reshape", "broadcast_to", "sum_to", "astype") and _same(ins[0], out):
-        return ins[0]
-    elif name == "transpose":
-        axes = e.kwargs["axes"]
-        if axes == tuple(range(len(axes))):
-            return ins[0]
-        p = producers.get(ins[0])
-        if p is not None and p.prim.name == "transpose":
-            inner = p.kwargs["axes"]
-            if tuple(inner[a] for a in axes) == tuple(range(len(axes))) and _same(p.inputs[0], out):
-                return p.inputs[0]
-    if name in _ELEMENTWISE_BINARY:
-        narrowed = _skip_broadcast(ins, out, producers)
-        if narrowed is not None:
-            return narrowed
-    if name in _LINEAR_UNARY and type(ins[0]) is Var and ins[0] in zeros:
-        return "zero"
-    return None
-
-
-def _skip_broadcast(ins, out, producers):
-    """An elementwise operand made by broadcast_to is broadcast by the operation anyway: a new
-    equation reading the un-broadcast value when the result's shape stays the same."""
-    new_ins = list(ins)
-    for k, x in enumerate(ins):
-        p = producers.get(x) if type(x) is Var else None
-        if p is not None and p.prim.name == "broadcast_to":
-            trial = new_ins[:k] + [p.inputs[0]] + new_ins[k + 1:]
-            if np.broadcast_shapes(*(np.shape(t.value) if type(t) is Lit else t.aval.shape
-                                     for t in trial)) == out.aval.shape:
-                new_ins = trial
-    return ("inputs", tuple(new_ins)) if new_ins != list(ins) else None
-
-
-_ELEMENTWISE_BINARY = {"add", "subtract", "multiply", "divide", "maximum", "minimum", "power"}
-_LINEAR_UNARY = {"negative", "reshape", "transpose", "broadcast_to", "sum_to", "sum", "mean",
-                 "cumsum", "positive", "getitem", "conjugate"}
 
 PASSES = (("fold", fold), ("simplify", simplify), ("cse", cse), ("dce", dce))
 

@@ -11,6 +11,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
+from ..api import value_and_grad
 from .activations import relu
 from .conv import conv
 from .layout import flatten, one_hot
@@ -68,7 +69,6 @@ def digits_cnn(seed: int = 0, channels=(8, 16), dtype=np.float64) -> DigitsCNN:
 def train(model: DigitsCNN, steps: int = 20, lr: float = 0.1, batch: int = 64, seed: int = 0,
           form: str = "compiled"):
     """Plain SGD with ``ad.grad`` on random minibatches; returns (params, per-step losses)."""
-    from ..api import value_and_grad
     step = value_and_grad(model.loss, form=form)
     rng = np.random.default_rng(seed)
     params, losses = dict(model.params), []

@@ -1,14 +1,16 @@
 """ONNX export of tapes (needs the ``onnx`` extra: ``pip install tapeviz[onnx]``).
 
-``to_onnx(tape)`` lowers a Tape or a GradTape equation by equation through ``LOWERINGS`` to a
-standard ONNX model (opset ``OPSET``); ``export_partition(gt)`` exports the two halves of
-``ad.partition(gt)``. For a gradient tape the model's inputs are the function's array
-arguments in order, its outputs the function's outputs (``out0``...) then the gradients in
-argument order (``grad0``...). Tapes whose rules fell back to opaque closures are refused.
+``to_onnx(tape)`` lowers a Tape or a GradTape equation by equation through ``LOWERINGS`` (keyed
+by the primitive objects) to a standard ONNX model (opset ``OPSET``); ``export_partition(gt)``
+exports the two halves of ``ad.partition(gt)``. For a gradient tape the model's inputs are the
+function's array arguments in order, its outputs the function's outputs (``out0``...) then the
+gradients in argument order (``grad0``...). Tapes whose rules fell back to opaque closures are
+refused.
 """
 from __future__ import annotations
 
 from ..backward import GradTape, partition
+from ..primitives import REGISTRY
 from ..serialize import NotSerializableError
 from ..tape import Tape
 from .graph import OPSET, LoweringError, export
@@ -20,7 +22,11 @@ def to_onnx(tape: Tape, *, opset: int = OPSET, name: str = "tape", check: bool =
     """An ``onnx.ModelProto`` computing ``tape``; ``onnx.checker.check_model`` (with shape
     inference) is run on it unless ``check=False``.
 
-    >>> model = ad.to_onnx(ad.grad_tape(loss, W, x))   # inputs W, x; outputs out0, grad0
+    >>> def loss(W, x):
+    ...     return np.sum(np.tanh(x @ W) ** 2)
+    >>> model = ad.to_onnx(ad.grad_tape(loss, np.ones((3, 2)), np.ones((4, 3))))
+    >>> [i.name for i in model.graph.input], [o.name for o in model.graph.output]
+    (['W', 'x'], ['out0', 'grad0'])
     """
     return export(tape, LOWERINGS, opset=opset, name=name, check=check)
 
@@ -34,10 +40,9 @@ def export_partition(gt: GradTape, **kw):
 
 
 def coverage() -> dict[str, str]:
-    """Every registered primitive -> "lowered" or the reason it is not."""
-    from ..primitives import REGISTRY
-    return {name: "lowered" if name in LOWERINGS else NOT_LOWERED.get(name, "no lowering yet")
-            for name in sorted(REGISTRY)}
+    """Every registered primitive's name -> "lowered" or the reason it is not."""
+    return {name: "lowered" if p in LOWERINGS else NOT_LOWERED.get(p, "no lowering yet")
+            for name, p in sorted(REGISTRY.items())}
 
 
 __all__ = ["to_onnx", "export_partition", "coverage", "LOWERINGS", "NOT_LOWERED", "lowers", "OPSET",

@@ -1,10 +1,11 @@
 """Building an ONNX graph from a tape: names, constants, casts, and the export driver.
 
 Inputs are named after the tape's input names (``v12`` for ``%12``); literals become
-initializers; each equation is handed to its lowering (``ad.onnx.lowering.LOWERINGS``), which
-adds nodes through ``Graph.op`` and returns the value names of the equation's outputs (every
-node documents the equation it comes from). Those values are declared with their tape avals, so
-``onnx.checker``'s shape inference re-checks every lowering against the tape.
+initializers; each equation is handed to its primitive's lowering (``ad.onnx.lowering.LOWERINGS``,
+keyed by the primitive object), which adds nodes through ``Graph.op`` and returns the value
+names of the equation's outputs (every node documents the equation it comes from). Those
+values are declared with their tape avals, so ``onnx.checker``'s shape inference re-checks
+every lowering against the tape.
 """
 from __future__ import annotations
 
@@ -36,7 +37,8 @@ def onnx_type(dtype) -> int:
 
 class Graph:
     """The graph under construction. ``op`` adds a node; ``x`` gives an operand's value name,
-    cast to a dtype when asked; ``const`` adds an initializer."""
+    cast to a dtype when asked; ``const`` adds an initializer; ``reshape`` and ``cast``
+    convert a value."""
 
     def __init__(self):
         self.nodes: list = []
@@ -89,6 +91,9 @@ class Graph:
         name = self.names[operand]
         return name if dtype is None else self.cast(name, operand.aval.dtype, dtype)
 
+    def reshape(self, x: str, shape) -> str:
+        return self.op("Reshape", x, self.ints(shape), **({"allowzero": 1} if 0 in shape else {}))
+
     def cast(self, name: str, src, dst) -> str:
         if np.dtype(src) == np.dtype(dst):
             return name
@@ -135,13 +140,13 @@ def export(tape: Tape, lowerings: dict, *, opset: int = OPSET, name: str = "tape
     check_serializable(tape, "exported to ONNX")
     missing = {}
     for i, e in enumerate(tape.eqns):
-        if e.prim.name not in lowerings:
+        if e.prim not in lowerings:
             missing.setdefault(e.prim.name, []).append(f"equation {i} at {e.source or '?'}")
     if missing:
         raise LoweringError("no ONNX lowering for " + "; ".join(
             f"{p} ({len(w)}x, first {w[0]})" for p, w in missing.items())
             + ". The coverage table is in docs/serialization.md; add a lowering with "
-              "@ad.onnx.lowering.lowers(name).")
+              "@ad.onnx.lowering.lowers(primitive).")
     g = Graph()
     taken: set = set()
     inputs = []
@@ -152,7 +157,7 @@ def export(tape: Tape, lowerings: dict, *, opset: int = OPSET, name: str = "tape
     for e in tape.eqns:
         g.eqn = e
         try:
-            outs = lowerings[e.prim.name](g, e)
+            outs = lowerings[e.prim](g, e)
         except LoweringError as exc:
             raise LoweringError(f"{exc}: cannot lower {e} (at {e.source or '?'})") from None
         outs = (outs,) if isinstance(outs, str) else tuple(outs)

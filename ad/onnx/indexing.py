@@ -34,7 +34,6 @@ def _is_advanced(s) -> bool:
 
 
 def lower_getitem(g, x: str, shape, spec, arrays, out_shape) -> str:
-    from .lowering import reshape_to
     items = normalize(spec, len(shape))
     per_axis = [s for s in items if s is not None]
     advanced = any(type(s) is tuple and s[0] == "array" for s in per_axis)
@@ -58,7 +57,7 @@ def lower_getitem(g, x: str, shape, spec, arrays, out_shape) -> str:
         x = g.op("Slice", x, g.ints(starts), g.ints(ends), g.ints(axes), g.ints(steps))
     if advanced:
         x = _gather(g, x, sliced, items, per_axis, arrays)
-    return reshape_to(g, x, out_shape)
+    return g.reshape(x, out_shape)
 
 
 def _index_tensor(g, s, n: int, arrays):

@@ -1,40 +1,60 @@
-"""The lowering table: one entry per primitive, from a tape equation to standard ONNX nodes.
+"""The lowering table: one entry per primitive object, from a tape equation to standard ONNX nodes.
 
 A lowering is ``fn(g, e) -> output name(s)`` (``g`` an ``ad.onnx.graph.Graph``, ``e`` the
 equation). Elementwise ufuncs that ONNX has are one line of ``ELEMENTWISE``; the others are
 short compositions below. ``NOT_LOWERED`` says why the remaining primitives have no lowering.
+Primitives are named by their objects (or, for ufuncs, by the ufunc: ``ad.primitives.lookup``).
 numpy's dtype rules are kept by casting operands to the dtype the tape recorded for the result.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 from onnx import numpy_helper
 
+from ..core_prims import (astype_p, broadcast_to_p, full_p, getitem_p, index_add_p, reshape_p,
+                          setitem_p, sum_to_p, transpose_p)
+from ..lib.contraction import einsum_p, matmul_p, matvec_p, vecdot_p, vecmat_p
+from ..lib.creation import array_p
+from ..lib.elementwise import clip_p, where_p
+from ..lib.indexing import argsort_p, nonzero_p
+from ..lib.linalg import cholesky_p, det_p, eigh_p, inv_p, pinv_p, qr_p, slogdet_p, solve_p, svd_p
+from ..lib.reductions import (all_p, any_p, argmax_p, argmin_p, cumprod_p, cumsum_p, max_p, mean_p,
+                              min_p, prod_p, sum_p)
+from ..lib.selection import argpartition_p, searchsorted_p
+from ..lib.shape import concatenate_p, roll_p
+from ..lib.values import round_p
+from ..lift import opaque_pullback_p, opaque_rrule_p
+from ..nn.dropout import dropout_mask_p
+from ..primitives import lookup
 from ..tape import Lit
 from .graph import common_dtype
 from .indexing import lower_getitem, lower_scatter
 
-LOWERINGS: dict = {}
+LOWERINGS: dict = {}     # primitive -> lowering
 
 _NO_LINALG = "no standard ONNX operator (a factorisation would need loops)"
+_CLOSURE = "runs a Python closure (a rule that could not be lifted)"
 NOT_LOWERED = {
-    "nextafter": "bit-level float stepping; ONNX has no equivalent",
-    "spacing": "bit-level float spacing; ONNX has no equivalent",
-    "argpartition": "numpy's order inside each partition is implementation-defined",
-    "dropout_mask": "random: onnxruntime cannot draw numpy's random numbers",
-    **{name: _NO_LINALG for name in ("inv", "solve", "slogdet", "cholesky", "eigh", "svd", "qr", "pinv")},
-    "opaque_rrule": "runs a Python closure (a rule that could not be lifted)",
-    "opaque_pullback": "runs a Python closure (a rule that could not be lifted)",
+    lookup(np.nextafter): "bit-level float stepping; ONNX has no equivalent",
+    lookup(np.spacing): "bit-level float spacing; ONNX has no equivalent",
+    argpartition_p: "numpy's order inside each partition is implementation-defined",
+    dropout_mask_p: "random: onnxruntime cannot draw numpy's random numbers",
+    **{p: _NO_LINALG for p in (inv_p, solve_p, slogdet_p, cholesky_p, eigh_p, svd_p, qr_p, pinv_p)},
+    opaque_rrule_p: _CLOSURE,
+    opaque_pullback_p: _CLOSURE,
 }
 
 
-def lowers(*names):
-    """Register the lowering of primitives by name: ``@lowers("sum")``."""
+def lowers(*prims, **params):
+    """Register ``fn(g, e, **params)`` as the lowering of primitives (or of the ufuncs and numpy
+    functions they are recorded for): ``@lowers(sum_p)``, ``@lowers(np.hypot)``. Stack it to
+    register one function for several primitives with different ``params``."""
     def register(fn):
-        for n in names:
-            LOWERINGS[n] = fn
+        for p in prims:
+            LOWERINGS[lookup(p)] = functools.partial(fn, **params) if params else fn
         return fn
     return register
 
@@ -48,24 +68,24 @@ def out_aval(e, i=0):
 # (comparisons); "float": like "common" but integers become float64; "bool": to bool (logic).
 
 ELEMENTWISE = {
-    "add": ("Add", "out"), "subtract": ("Sub", "out"), "multiply": ("Mul", "out"),
-    "divide": ("Div", "out"), "power": ("Pow", "out"), "float_power": ("Pow", "out"),
-    "maximum": ("Max", "out"), "minimum": ("Min", "out"), "fmax": ("Max", "out"),
-    "fmin": ("Min", "out"), "fmod": ("Mod", "out", {"fmod": 1}),
-    "negative": ("Neg", "out"), "positive": ("Identity", "out"), "conjugate": ("Identity", "out"),
-    "exp": ("Exp", "out"), "log": ("Log", "out"), "sqrt": ("Sqrt", "out"),
-    "reciprocal": ("Reciprocal", "out"), "absolute": ("Abs", "out"), "fabs": ("Abs", "out"),
-    "sin": ("Sin", "out"), "cos": ("Cos", "out"), "tan": ("Tan", "out"), "arcsin": ("Asin", "out"),
-    "arccos": ("Acos", "out"), "arctan": ("Atan", "out"), "sinh": ("Sinh", "out"),
-    "cosh": ("Cosh", "out"), "tanh": ("Tanh", "out"), "arcsinh": ("Asinh", "out"),
-    "arccosh": ("Acosh", "out"), "arctanh": ("Atanh", "out"),
-    "sign": ("Sign", "out"), "floor": ("Floor", "out"), "ceil": ("Ceil", "out"),
-    "rint": ("Round", "out"),
-    "less": ("Less", "common"), "less_equal": ("LessOrEqual", "common"),
-    "greater": ("Greater", "common"), "greater_equal": ("GreaterOrEqual", "common"),
-    "equal": ("Equal", "common"), "isnan": ("IsNaN", "float"), "isinf": ("IsInf", "float"),
-    "logical_and": ("And", "bool"), "logical_or": ("Or", "bool"), "logical_xor": ("Xor", "bool"),
-    "logical_not": ("Not", "bool"),
+    np.add: ("Add", "out"), np.subtract: ("Sub", "out"), np.multiply: ("Mul", "out"),
+    np.divide: ("Div", "out"), np.power: ("Pow", "out"), np.float_power: ("Pow", "out"),
+    np.maximum: ("Max", "out"), np.minimum: ("Min", "out"), np.fmax: ("Max", "out"),
+    np.fmin: ("Min", "out"), np.fmod: ("Mod", "out", {"fmod": 1}),
+    np.negative: ("Neg", "out"), np.positive: ("Identity", "out"), np.conjugate: ("Identity", "out"),
+    np.exp: ("Exp", "out"), np.log: ("Log", "out"), np.sqrt: ("Sqrt", "out"),
+    np.reciprocal: ("Reciprocal", "out"), np.absolute: ("Abs", "out"), np.fabs: ("Abs", "out"),
+    np.sin: ("Sin", "out"), np.cos: ("Cos", "out"), np.tan: ("Tan", "out"), np.arcsin: ("Asin", "out"),
+    np.arccos: ("Acos", "out"), np.arctan: ("Atan", "out"), np.sinh: ("Sinh", "out"),
+    np.cosh: ("Cosh", "out"), np.tanh: ("Tanh", "out"), np.arcsinh: ("Asinh", "out"),
+    np.arccosh: ("Acosh", "out"), np.arctanh: ("Atanh", "out"),
+    np.sign: ("Sign", "out"), np.floor: ("Floor", "out"), np.ceil: ("Ceil", "out"),
+    np.rint: ("Round", "out"),
+    np.less: ("Less", "common"), np.less_equal: ("LessOrEqual", "common"),
+    np.greater: ("Greater", "common"), np.greater_equal: ("GreaterOrEqual", "common"),
+    np.equal: ("Equal", "common"), np.isnan: ("IsNaN", "float"), np.isinf: ("IsInf", "float"),
+    np.logical_and: ("And", "bool"), np.logical_or: ("Or", "bool"), np.logical_xor: ("Xor", "bool"),
+    np.logical_not: ("Not", "bool"),
 }
 
 
@@ -103,8 +123,8 @@ def elementwise(op, mode, attrs=None):
     return lower
 
 
-for _name, (_op, _mode, *_attrs) in ELEMENTWISE.items():
-    LOWERINGS[_name] = elementwise(_op, _mode, *_attrs)
+for _uf, (_op, _mode, *_attrs) in ELEMENTWISE.items():
+    lowers(_uf)(elementwise(_op, _mode, *_attrs))
 
 
 def _args(g, e, mode="out"):
@@ -121,36 +141,37 @@ def _unary(build):
     return lower
 
 
-LOWERINGS.update({
-    "exp2": _unary(lambda g, x, c: g.op("Pow", c(2.0), x)),
-    "expm1": _unary(lambda g, x, c: g.op("Sub", g.op("Exp", x), c(1.0))),
-    "log2": _unary(lambda g, x, c: g.op("Div", g.op("Log", x), c(math.log(2.0)))),
-    "log10": _unary(lambda g, x, c: g.op("Div", g.op("Log", x), c(math.log(10.0)))),
-    "log1p": _unary(lambda g, x, c: g.op("Log", g.op("Add", x, c(1.0)))),
-    "square": _unary(lambda g, x, c: g.op("Mul", x, x)),
-    "cbrt": _unary(lambda g, x, c: g.op("Mul", g.op("Sign", x), g.op("Pow", g.op("Abs", x), c(1 / 3)))),
-    "deg2rad": _unary(lambda g, x, c: g.op("Mul", x, c(math.pi / 180))),
-    "radians": _unary(lambda g, x, c: g.op("Mul", x, c(math.pi / 180))),
-    "rad2deg": _unary(lambda g, x, c: g.op("Mul", x, c(180 / math.pi))),
-    "degrees": _unary(lambda g, x, c: g.op("Mul", x, c(180 / math.pi))),
-})
-
-
 def _trunc(g, x, c):
     return g.op("Where", g.op("Less", x, c(0)), g.op("Ceil", x), g.op("Floor", x))
 
 
-LOWERINGS["trunc"] = _unary(_trunc)
+UNARY = {   # ufunc -> build(g, x, c) of one operand, c(value) a constant in its dtype
+    np.trunc: _trunc,
+    np.exp2: lambda g, x, c: g.op("Pow", c(2.0), x),
+    np.expm1: lambda g, x, c: g.op("Sub", g.op("Exp", x), c(1.0)),
+    np.log2: lambda g, x, c: g.op("Div", g.op("Log", x), c(math.log(2.0))),
+    np.log10: lambda g, x, c: g.op("Div", g.op("Log", x), c(math.log(10.0))),
+    np.log1p: lambda g, x, c: g.op("Log", g.op("Add", x, c(1.0))),
+    np.square: lambda g, x, c: g.op("Mul", x, x),
+    np.cbrt: lambda g, x, c: g.op("Mul", g.op("Sign", x), g.op("Pow", g.op("Abs", x), c(1 / 3))),
+    np.deg2rad: lambda g, x, c: g.op("Mul", x, c(math.pi / 180)),
+    np.radians: lambda g, x, c: g.op("Mul", x, c(math.pi / 180)),
+    np.rad2deg: lambda g, x, c: g.op("Mul", x, c(180 / math.pi)),
+    np.degrees: lambda g, x, c: g.op("Mul", x, c(180 / math.pi)),
+}
+
+for _uf, _build in UNARY.items():
+    lowers(_uf)(_unary(_build))
 
 
-@lowers("modf")
+@lowers(np.modf)
 def _modf(g, e):
     (x,), c = _args(g, e)
     whole = _trunc(g, x, c)
     return g.op("Sub", x, whole), whole
 
 
-@lowers("arctan2")
+@lowers(np.arctan2)
 def _arctan2(g, e):
     (a, b), c = _args(g, e)
     t = g.op("Atan", g.op("Div", a, b))
@@ -161,52 +182,50 @@ def _arctan2(g, e):
     return g.op("Where", g.op("Greater", b, c(0)), t, g.op("Where", g.op("Less", b, c(0)), left, axis))
 
 
-@lowers("hypot")
+@lowers(np.hypot)
 def _hypot(g, e):
     (a, b), c = _args(g, e)
     return g.op("Sqrt", g.op("Add", g.op("Mul", a, a), g.op("Mul", b, b)))
 
 
-def _logaddexp(base: float):
-    def lower(g, e):
-        (a, b), c = _args(g, e)
-        m = g.op("Max", a, b)
-        d = g.op("Neg", g.op("Abs", g.op("Sub", a, b)))
-        log1p = g.op("Log", g.op("Add", c(1.0), g.op("Pow", c(base), d)))
-        return g.op("Add", m, g.op("Div", log1p, c(math.log(base))))
-    return lower
+@lowers(np.logaddexp, base=math.e)
+@lowers(np.logaddexp2, base=2.0)
+def _logaddexp(g, e, base: float):
+    (a, b), c = _args(g, e)
+    m = g.op("Max", a, b)
+    d = g.op("Neg", g.op("Abs", g.op("Sub", a, b)))
+    log1p = g.op("Log", g.op("Add", c(1.0), g.op("Pow", c(base), d)))
+    return g.op("Add", m, g.op("Div", log1p, c(math.log(base))))
 
 
-LOWERINGS["logaddexp"] = _logaddexp(math.e)
-LOWERINGS["logaddexp2"] = _logaddexp(2.0)
-
-
-@lowers("remainder", "floor_divide")
-def _floor_ops(g, e):
+@lowers(np.floor_divide, quotient=True)
+@lowers(np.remainder, quotient=False)
+def _floor_ops(g, e, quotient: bool):
+    """``a // b`` (the quotient) and ``a % b`` through ``floor(a / b)``; integer remainders by Mod."""
     dt = out_aval(e).dtype
-    if np.issubdtype(dt, np.integer) and e.prim.name == "remainder":
+    if np.issubdtype(dt, np.integer) and not quotient:
         return g.op("Mod", *(g.x(x, dt) for x in e.inputs))
     work = dt if np.issubdtype(dt, np.inexact) else np.dtype(np.float64)
     a, b = (g.x(x, work) for x in e.inputs)
     q = g.op("Floor", g.op("Div", a, b))
-    out = q if e.prim.name == "floor_divide" else g.op("Sub", a, g.op("Mul", b, q))
+    out = q if quotient else g.op("Sub", a, g.op("Mul", b, q))
     return g.cast(out, work, dt)
 
 
-@lowers("copysign")
+@lowers(np.copysign)
 def _copysign(g, e):
     (a, b), c = _args(g, e)
     mag = g.op("Abs", a)
     return g.op("Where", g.op("Less", b, c(0)), g.op("Neg", mag), mag)
 
 
-@lowers("heaviside")
+@lowers(np.heaviside)
 def _heaviside(g, e):
     (x, h), c = _args(g, e)
     return g.op("Where", g.op("Less", x, c(0)), c(0), g.op("Where", g.op("Greater", x, c(0)), c(1), h))
 
 
-@lowers("round")
+@lowers(round_p)
 def _round(g, e):
     """numpy's own method: scale by 10**decimals, round half to even, scale back."""
     (x,), c = _args(g, e)
@@ -218,38 +237,38 @@ def _round(g, e):
     return g.op("Mul", g.op("Round", g.op("Div", x, c(10.0 ** -d))), c(10.0 ** -d))
 
 
-@lowers("signbit")
+@lowers(np.signbit)
 def _signbit(g, e):
     (x,), c = _args(g, e, "float")
     return g.op("Less", x, c(0))
 
 
-@lowers("not_equal")
+@lowers(np.not_equal)
 def _not_equal(g, e):
     (a, b), _ = _args(g, e, "common")
     return g.op("Not", g.op("Equal", a, b))
 
 
-@lowers("isfinite")
+@lowers(np.isfinite)
 def _isfinite(g, e):
     (x,), _ = _args(g, e, "float")
     return g.op("Not", g.op("Or", g.op("IsNaN", x), g.op("IsInf", x)))
 
 
-@lowers("where")
+@lowers(where_p)
 def _where(g, e):
     cond, x, y = e.inputs
     dt = out_aval(e).dtype
     return g.op("Where", g.x(cond, np.dtype(bool)), g.x(x, dt), g.x(y, dt))
 
 
-@lowers("clip")
+@lowers(clip_p)
 def _clip(g, e):
     (x, lo, hi), _ = _args(g, e)
     return g.op("Min", g.op("Max", x, lo), hi)
 
 
-@lowers("astype")
+@lowers(astype_p)
 def _astype(g, e):
     return g.x(e.inputs[0], out_aval(e).dtype)
 
@@ -263,43 +282,42 @@ def _axes(e) -> tuple:
     return (axis,) if isinstance(axis, int) else tuple(axis)
 
 
-def _reduction(op, to_bool=False):
-    def lower(g, e):
-        out = out_aval(e)
-        axes = _axes(e)
-        work = np.dtype(np.int64) if to_bool else out.dtype
-        if to_bool:      # any/all: reduce 0/1 integers, then back to bool
-            x = g.cast(g.x(e.inputs[0], np.dtype(bool)), bool, work)
-        else:
-            x = g.x(e.inputs[0], work)
-        if axes:
-            x = g.op(op, x, g.ints(axes), keepdims=int(e.kwargs["keepdims"]))
-        return g.cast(x, work, out.dtype)
-    return lower
+@lowers(sum_p, op="ReduceSum")
+@lowers(mean_p, op="ReduceMean")
+@lowers(prod_p, op="ReduceProd")
+@lowers(max_p, op="ReduceMax")
+@lowers(min_p, op="ReduceMin")
+@lowers(any_p, op="ReduceMax", to_bool=True)
+@lowers(all_p, op="ReduceMin", to_bool=True)
+def _reduction(g, e, op: str, to_bool: bool = False):
+    out = out_aval(e)
+    axes = _axes(e)
+    work = np.dtype(np.int64) if to_bool else out.dtype
+    if to_bool:      # any/all: reduce 0/1 integers, then back to bool
+        x = g.cast(g.x(e.inputs[0], np.dtype(bool)), bool, work)
+    else:
+        x = g.x(e.inputs[0], work)
+    if axes:
+        x = g.op(op, x, g.ints(axes), keepdims=int(e.kwargs["keepdims"]))
+    return g.cast(x, work, out.dtype)
 
 
-LOWERINGS.update({"sum": _reduction("ReduceSum"), "mean": _reduction("ReduceMean"),
-                  "prod": _reduction("ReduceProd"), "max": _reduction("ReduceMax"),
-                  "min": _reduction("ReduceMin"), "any": _reduction("ReduceMax", to_bool=True),
-                  "all": _reduction("ReduceMin", to_bool=True)})
-
-
-@lowers("argmax", "argmin")
-def _argmax(g, e):
-    op = "ArgMax" if e.prim.name == "argmax" else "ArgMin"
+@lowers(argmax_p, op="ArgMax")
+@lowers(argmin_p, op="ArgMin")
+def _argmax(g, e, op: str):
     x, axis = g.x(e.inputs[0]), e.kwargs["axis"]
     if axis is None:
         x, axis = g.op("Reshape", x, g.ints([-1])), 0
     y = g.op(op, x, axis=axis, keepdims=int(e.kwargs["keepdims"]))
-    return reshape_to(g, y, out_aval(e).shape)
+    return g.reshape(y, out_aval(e).shape)
 
 
-@lowers("cumsum")
+@lowers(cumsum_p)
 def _cumsum(g, e):
     return g.op("CumSum", g.x(e.inputs[0], out_aval(e).dtype), g.const(np.int64(e.kwargs["axis"])))
 
 
-@lowers("cumprod")
+@lowers(cumprod_p)
 def _cumprod(g, e):
     """ONNX has no cumulative product: a Hillis-Steele scan, log2(n) shifted multiplies."""
     out, axis = out_aval(e), e.kwargs["axis"]
@@ -312,7 +330,7 @@ def _cumprod(g, e):
     return x
 
 
-@lowers("sum_to")
+@lowers(sum_to_p)
 def _sum_to(g, e):
     xs, shape = e.inputs[0].aval.shape, e.kwargs["shape"]
     lead = len(xs) - len(shape)
@@ -320,31 +338,27 @@ def _sum_to(g, e):
     x = g.x(e.inputs[0])
     if axes:
         x = g.op("ReduceSum", x, g.ints(axes), keepdims=1)
-    return reshape_to(g, x, shape)
+    return g.reshape(x, shape)
 
 
 # -- shapes -----------------------------------------------------------------------------------
 
-def reshape_to(g, x: str, shape) -> str:
-    return g.op("Reshape", x, g.ints(shape), **({"allowzero": 1} if 0 in shape else {}))
-
-
-@lowers("reshape")
+@lowers(reshape_p)
 def _reshape(g, e):
-    return reshape_to(g, g.x(e.inputs[0]), e.kwargs["shape"])
+    return g.reshape(g.x(e.inputs[0]), e.kwargs["shape"])
 
 
-@lowers("transpose")
+@lowers(transpose_p)
 def _transpose(g, e):
     return g.op("Transpose", g.x(e.inputs[0]), perm=list(e.kwargs["axes"]))
 
 
-@lowers("broadcast_to")
+@lowers(broadcast_to_p)
 def _broadcast_to(g, e):
     return g.op("Expand", g.x(e.inputs[0]), g.ints(e.kwargs["shape"]))
 
 
-@lowers("concatenate")
+@lowers(concatenate_p)
 def _concatenate(g, e):
     dt = out_aval(e).dtype
     return g.op("Concat", *(g.x(x, dt) for x in e.inputs), axis=e.kwargs["axis"])
@@ -354,7 +368,7 @@ def slice_axis(g, x: str, axis: int, start: int, stop: int) -> str:
     return g.op("Slice", x, g.ints([start]), g.ints([stop]), g.ints([axis]))
 
 
-@lowers("roll")
+@lowers(roll_p)
 def _roll(g, e):
     x, shape = g.x(e.inputs[0]), e.inputs[0].aval.shape
     for s, ax in zip(e.kwargs["shift"], e.kwargs["axis"]):
@@ -367,25 +381,24 @@ def _roll(g, e):
 
 # -- indexing, sorting ---------------------------------------------------------------------------
 
-@lowers("getitem")
+@lowers(getitem_p)
 def _getitem(g, e):
     x, *arrays = e.inputs
     return lower_getitem(g, g.x(x), x.aval.shape, e.kwargs["index"], arrays, out_aval(e).shape)
 
 
-@lowers("setitem", "index_add")
-def _scatter(g, e):
-    return lower_scatter(g, e, reduction="add" if e.prim.name == "index_add" else None)
+lowers(setitem_p, reduction=None)(lower_scatter)
+lowers(index_add_p, reduction="add")(lower_scatter)
 
 
-@lowers("argsort")
+@lowers(argsort_p)
 def _argsort(g, e):
     x, axis = e.inputs[0], e.kwargs["axis"]
     _, idx = g.op("TopK", g.x(x), g.ints([x.aval.shape[axis]]), axis=axis, largest=0, sorted=1, n_out=2)
     return idx
 
 
-@lowers("searchsorted")
+@lowers(searchsorted_p)
 def _searchsorted(g, e):
     """Count the elements of the sorted ``a`` before each value (O(len(a)) per value)."""
     a, v = e.inputs
@@ -395,7 +408,7 @@ def _searchsorted(g, e):
     return g.op("ReduceSum", g.cast(before, bool, np.int64), g.ints([-1]), keepdims=0)
 
 
-@lowers("nonzero")
+@lowers(nonzero_p)
 def _nonzero(g, e):
     nz = g.op("NonZero", g.x(e.inputs[0]))
     return tuple(g.op("Gather", nz, g.const(np.int64(i)), axis=0) for i in range(len(e.outputs)))
@@ -403,41 +416,42 @@ def _nonzero(g, e):
 
 # -- contractions, creation -------------------------------------------------------------------------
 
-@lowers("matmul")
+@lowers(matmul_p)
 def _matmul(g, e):
     dt = out_aval(e).dtype
     return g.op("MatMul", *(g.x(x, dt) for x in e.inputs))
 
 
-@lowers("vecdot")
+@lowers(vecdot_p)
 def _vecdot(g, e):
     dt = out_aval(e).dtype
     a, b = (g.x(x, dt) for x in e.inputs)
     return g.op("ReduceSum", g.op("Mul", a, b), g.ints([-1]), keepdims=0)
 
 
-@lowers("matvec", "vecmat")
-def _matvec(g, e):
-    """``A @ v[..., None]`` and ``v[..., None, :] @ A``, then the unit axis dropped."""
+@lowers(matvec_p, vector=1, axis=-1)
+@lowers(vecmat_p, vector=0, axis=-2)
+def _matvec(g, e, vector: int, axis: int):
+    """``A @ v[..., None]`` and ``v[..., None, :] @ A``: the vector operand given a unit
+    ``axis``, multiplied, the unit axis dropped."""
     dt = out_aval(e).dtype
-    a, b = (g.x(x, dt) for x in e.inputs)
-    if e.prim.name == "matvec":
-        return g.op("Squeeze", g.op("MatMul", a, g.op("Unsqueeze", b, g.ints([-1]))), g.ints([-1]))
-    return g.op("Squeeze", g.op("MatMul", g.op("Unsqueeze", a, g.ints([-2])), b), g.ints([-2]))
+    ab = [g.x(x, dt) for x in e.inputs]
+    ab[vector] = g.op("Unsqueeze", ab[vector], g.ints([axis]))
+    return g.op("Squeeze", g.op("MatMul", *ab), g.ints([axis]))
 
 
-@lowers("det")
+@lowers(det_p)
 def _det(g, e):
     return g.op("Det", g.x(e.inputs[0], out_aval(e).dtype))
 
 
-@lowers("einsum")
+@lowers(einsum_p)
 def _einsum(g, e):
     dt = out_aval(e).dtype
     return g.op("Einsum", *(g.x(x, dt) for x in e.inputs), equation=e.kwargs["subscripts"])
 
 
-@lowers("full")
+@lowers(full_p)
 def _full(g, e):
     out = out_aval(e)
     if out.size <= 16:
@@ -446,7 +460,7 @@ def _full(g, e):
     return g.op("ConstantOfShape", g.ints(out.shape), value=value)
 
 
-@lowers("array")
+@lowers(array_p)
 def _array(g, e):
     return g.x(e.inputs[0], out_aval(e).dtype)
 

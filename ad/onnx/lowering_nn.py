@@ -1,4 +1,4 @@
-"""Lowerings of the ad.nn primitives (registered into the same table).
+"""Lowerings of the ad.nn primitives (registered into the same table, by the primitive objects).
 
 Windows have static geometry, so ``im2col``/``col2im`` and the pooling primitives are each a
 Gather (reading windows) or a ScatterND with reduction "add" (writing them back) through an
@@ -12,21 +12,25 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
-from .lowering import LOWERINGS, elementwise, lowers, out_aval, reshape_to
+from ..nn.normalization import standardize_p
+from ..nn.pool import max_pool_p, max_select_p, max_unpool_p, mean_pool_p, mean_unpool_p
+from ..nn.softmax import log_softmax_p, logsumexp_p, softmax_p
+from ..nn.special import erf_p, relu_p, sigmoid_p
+from ..nn.windows import col2im_p, im2col_p
+from .lowering import elementwise, lowers, out_aval
 
 
 def _window_map(shape, params) -> np.ndarray:
     """For each element of im2col's result, 1 + the flat index it reads (0: padding)."""
-    from ..nn.windows import _im2col
     geometry = {k: v for k, v in params.items() if k != "shape"}
-    return _im2col(np.arange(1, math.prod(shape) + 1, dtype=np.int64).reshape(shape), **geometry)
+    return im2col_p.impl(np.arange(1, math.prod(shape) + 1, dtype=np.int64).reshape(shape), **geometry)
 
 
 def _pool_map(shape, params) -> np.ndarray:
     """For each window element, 1 + the flat index it reads (0: padding), shaped
     ``(N, C, *positions, window size)`` with the window's elements in row-major order."""
-    from numpy.lib.stride_tricks import sliding_window_view
     nd = len(shape) - 2
     index = np.pad(np.arange(1, math.prod(shape) + 1, dtype=np.int64).reshape(shape),
                    ((0, 0), (0, 0)) + tuple(params["padding"]))
@@ -49,34 +53,37 @@ def scatter_windows(g, updates: str, shape, dt, index: np.ndarray) -> str:
     size = math.prod(shape)
     summed = g.op("ScatterND", g.const(np.zeros(size + 1, dt)), g.const(index[..., None]), updates,
                   reduction="add")
-    return reshape_to(g, g.op("Slice", summed, g.ints([1]), g.ints([size + 1]), g.ints([0])), shape)
+    return g.reshape(g.op("Slice", summed, g.ints([1]), g.ints([size + 1]), g.ints([0])), shape)
 
 
-@lowers("im2col")
+@lowers(im2col_p)
 def _im2col(g, e):
     x = e.inputs[0]
     return gather_windows(g, g.x(x), x.aval.dtype, _window_map(x.aval.shape, e.kwargs))
 
 
-@lowers("col2im")
+@lowers(col2im_p)
 def _col2im(g, e):
     shape, dt = e.kwargs["shape"], out_aval(e).dtype
     return scatter_windows(g, g.x(e.inputs[0], dt), shape, dt, _window_map(shape, e.kwargs))
 
 
-@lowers("max_pool", "mean_pool")
-def _pool(g, e):
+@lowers(max_pool_p)
+def _max_pool(g, e):
+    x, dt = e.inputs[0], out_aval(e).dtype
+    windows = gather_windows(g, g.x(x, dt), dt, _pool_map(x.aval.shape, e.kwargs), -np.inf)
+    return g.op("ReduceMax", windows, g.ints([-1]), keepdims=0)
+
+
+@lowers(mean_pool_p)
+def _mean_pool(g, e):
     x, dt = e.inputs[0], out_aval(e).dtype
     index = _pool_map(x.aval.shape, e.kwargs)
-    if e.prim.name == "max_pool":
-        windows = gather_windows(g, g.x(x, dt), dt, index, -np.inf)
-        return g.op("ReduceMax", windows, g.ints([-1]), keepdims=0)
-    windows = gather_windows(g, g.x(x, dt), dt, index)
-    total = g.op("ReduceSum", windows, g.ints([-1]), keepdims=0)
+    total = g.op("ReduceSum", gather_windows(g, g.x(x, dt), dt, index), g.ints([-1]), keepdims=0)
     return g.op("Mul", total, g.const(np.asarray(1 / index.shape[-1], dt)))
 
 
-@lowers("mean_unpool")
+@lowers(mean_unpool_p)
 def _mean_unpool(g, e):
     shape, dt = e.kwargs["shape"], out_aval(e).dtype
     index = _pool_map(shape, e.kwargs)
@@ -94,7 +101,7 @@ def _first_maxima(g, x, y, index) -> str:
     return g.op("And", hit, g.op("Equal", seen, g.const(np.int64(1))))
 
 
-@lowers("max_unpool")
+@lowers(max_unpool_p)
 def _max_unpool(g, e):
     dy, x, y = e.inputs
     dt = out_aval(e).dtype
@@ -104,7 +111,7 @@ def _max_unpool(g, e):
     return scatter_windows(g, routed, x.aval.shape, dt, index)
 
 
-@lowers("max_select")
+@lowers(max_select_p)
 def _max_select(g, e):
     dx, x, y = e.inputs
     dt = out_aval(e).dtype
@@ -121,28 +128,36 @@ def _shift(g, x: str, axes, dt) -> str:
     return g.op("Where", finite, m, g.const(np.zeros((), dt)))
 
 
-def _softmax_family(kind: str):
-    def lower(g, e):
-        dt, ndim, axis = out_aval(e).dtype, e.inputs[0].aval.ndim, e.kwargs["axis"]
-        axes = list(range(ndim)) if axis is None else [axis] if isinstance(axis, int) else list(axis)
-        x = g.x(e.inputs[0], dt)
-        m = _shift(g, x, axes, dt)
-        s = g.op("Sub", x, m)
-        total = g.op("ReduceSum", g.op("Exp", s), g.ints(axes), keepdims=1)
-        if kind == "softmax":
-            return g.op("Div", g.op("Exp", s), total)
-        if kind == "log_softmax":
-            return g.op("Sub", s, g.op("Log", total))
-        out = g.op("Add", g.op("Log", total), m)
-        return out if e.kwargs["keepdims"] else reshape_to(g, out, out_aval(e).shape)
-    return lower
+def _shifted_exp_sum(g, e):
+    """(the shift ``m``, ``s = x - m``, ``sum(exp(s))`` over the axes, kept) for the softmax family."""
+    dt, ndim, axis = out_aval(e).dtype, e.inputs[0].aval.ndim, e.kwargs["axis"]
+    axes = list(range(ndim)) if axis is None else [axis] if isinstance(axis, int) else list(axis)
+    x = g.x(e.inputs[0], dt)
+    m = _shift(g, x, axes, dt)
+    s = g.op("Sub", x, m)
+    return m, s, g.op("ReduceSum", g.op("Exp", s), g.ints(axes), keepdims=1)
 
 
-for _kind in ("softmax", "log_softmax", "logsumexp"):
-    lowers(_kind)(_softmax_family(_kind))
+@lowers(softmax_p)
+def _softmax(g, e):
+    _, s, total = _shifted_exp_sum(g, e)
+    return g.op("Div", g.op("Exp", s), total)
 
 
-@lowers("standardize")
+@lowers(log_softmax_p)
+def _log_softmax(g, e):
+    _, s, total = _shifted_exp_sum(g, e)
+    return g.op("Sub", s, g.op("Log", total))
+
+
+@lowers(logsumexp_p)
+def _logsumexp(g, e):
+    m, _, total = _shifted_exp_sum(g, e)
+    out = g.op("Add", g.op("Log", total), m)
+    return out if e.kwargs["keepdims"] else g.reshape(out, out_aval(e).shape)
+
+
+@lowers(standardize_p)
 def _standardize(g, e):
     """``(x - mean) / sqrt(var + eps)``, computed as ad.nn computes it."""
     dt, axes = out_aval(e).dtype, g.ints(e.kwargs["axes"])
@@ -154,5 +169,5 @@ def _standardize(g, e):
     return g.op("Mul", centered, inv)
 
 
-LOWERINGS.update({"relu": elementwise("Relu", "out"), "sigmoid": elementwise("Sigmoid", "out"),
-                  "erf": elementwise("Erf", "out")})
+for _prim, _op in ((relu_p, "Relu"), (sigmoid_p, "Sigmoid"), (erf_p, "Erf")):
+    lowers(_prim)(elementwise(_op, "out"))
