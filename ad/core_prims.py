@@ -12,23 +12,30 @@ from __future__ import annotations
 import numpy as np
 
 from .primitives import Primitive
+from .samples import ARRAYS, BINARY, F32, F64, M34, MATRIX, F, In, Sample, Y, index
 from .rrule import linear_rule, rrule, scalar_rule
 from .tangents import NoTangent, ZeroTangent, unthunk
 from .trace_state import Traced
 
 # -- elementwise -------------------------------------------------------------------------------
 
-add_p = Primitive("add", np.add, function=np.add, elementwise=True, linear_in=(0, 1))
-positive_p = Primitive("positive", np.positive, function=np.positive, elementwise=True, linear_in=(0,))
+add_p = Primitive("add", np.add, function=np.add, elementwise=True, linear_in=(0, 1),
+                  spelling="{0} + {1}", samples=(Sample((F, Y), shapes=BINARY),))
+positive_p = Primitive("positive", np.positive, function=np.positive, elementwise=True, linear_in=(0,),
+                       samples=(Sample((F,)),))
 scalar_rule(add_p, 1, 1)
 scalar_rule(positive_p, 1)
 
 astype_p = Primitive("astype", lambda x, dtype: np.asarray(x).astype(dtype), params=("dtype",),
-                     elementwise=True, linear_in=(0,))
+                     elementwise=True, linear_in=(0,),
+                     samples=(Sample((F,), {"dtype": F32}, dtypes=(F64,)), Sample((F,), {"dtype": F64}, dtypes=(F32,))))
 linear_rule(astype_p, lambda dy, x, dtype: dy)   # project() casts back to x's dtype
 
 full_p = Primitive("full", lambda shape, dtype, fill_value: np.full(shape, fill_value, dtype),
-                   params=("shape", "dtype", "fill_value"), doc="An array filled with one value.")
+                   params=("shape", "dtype", "fill_value"), doc="An array filled with one value.",
+                   spelling="np.full({shape}, {fill_value}, {dtype})",
+                   # no operand: recorded through the creation functions' like= (ad.lib.creation)
+                   samples=(Sample((F,), shapes=ARRAYS, call=lambda x: np.full(np.shape(x), 2.0, like=x)),))
 
 
 @rrule(full_p)
@@ -48,13 +55,15 @@ def _unpermute(axes) -> tuple[int, ...]:
 
 reshape_p = Primitive("reshape", lambda x, shape: np.reshape(x, shape), params=("shape",),
                       function=np.reshape, linear_in=(0,), returns_view=_always,
-                      write_through=lambda base, new, shape: np.reshape(new, base.shape))
+                      write_through=lambda base, new, shape: np.reshape(new, base.shape),
+                      samples=(Sample((M34,), {"shape": (2, 6)}, MATRIX),))
 transpose_p = Primitive("transpose", lambda x, axes: np.transpose(x, axes), params=("axes",),
                         function=np.transpose, linear_in=(0,), returns_view=_always,
-                        write_through=lambda base, new, axes: np.transpose(new, _unpermute(axes)))
+                        write_through=lambda base, new, axes: np.transpose(new, _unpermute(axes)),
+                        samples=(Sample((M34,), {"axes": (1, 0)}, MATRIX),))
 broadcast_to_p = Primitive("broadcast_to", lambda x, shape: np.broadcast_to(x, shape),
                            params=("shape",), function=np.broadcast_to, linear_in=(0,),
-                           returns_view=_always)
+                           returns_view=_always, samples=(Sample((In((3, 1)),), {"shape": (2, 3, 4)}, MATRIX),))
 linear_rule(reshape_p, lambda dy, x, shape: np.reshape(dy, x.shape))
 linear_rule(transpose_p, lambda dy, x, axes: np.transpose(dy, _unpermute(axes)))
 linear_rule(broadcast_to_p, lambda dy, x, shape: dy)   # project() sums back to x's shape
@@ -72,7 +81,8 @@ def _sum_to(x, shape):
 
 
 sum_to_p = Primitive("sum_to", _sum_to, params=("shape",), linear_in=(0,),
-                     doc="Sum a broadcast cotangent back to its primal's shape (unbroadcast).")
+                     doc="Sum a broadcast cotangent back to its primal's shape (unbroadcast).",
+                     samples=(Sample((M34,), {"shape": (4,)}, MATRIX), Sample((M34,), {"shape": (3, 1)}, MATRIX)))
 linear_rule(sum_to_p, lambda dy, x, shape: np.broadcast_to(dy, x.shape))
 
 
@@ -129,6 +139,25 @@ def build_index(spec, arrays) -> tuple:
     return tuple(out)
 
 
+def _getitem_spelling(args, params) -> str:
+    """``x[1:, None, v3]``: the index spec as Python source, ``args[1:]`` its index operands."""
+    spec, arrays = params["index"], args[1:]
+    parts = []
+    for s in spec:
+        if s == "...":
+            parts.append("...")
+        elif s is None:
+            parts.append("None")
+        elif isinstance(s, tuple) and s[0] == "slice":
+            a, b, c = ("" if x is None else str(x) for x in s[1:])
+            parts.append(f"{a}:{b}" + (f":{c}" if c else ""))
+        elif isinstance(s, tuple):
+            parts.append(arrays[s[1]])
+        else:
+            parts.append(str(s))
+    return f"{args[0]}[{', '.join(parts)}{',' if len(parts) == 1 else ''}]"
+
+
 def _getitem(x, *arrays, index):
     return np.asarray(x)[build_index(index, arrays)]
 
@@ -146,14 +175,20 @@ def _index_add(x, value, *arrays, index):
 
 
 getitem_p = Primitive("getitem", _getitem, params=("index",), doc="x[index]", linear_in=(0,),
+                      spelling=_getitem_spelling,
                       returns_view=lambda operands: len(operands) == 1,   # basic indexing only
                       write_through=lambda base, new, *arrays, index:
-                          setitem_p.bind(base, new, *arrays, index=index))
+                          setitem_p.bind(base, new, *arrays, index=index),
+                      samples=(Sample((M34,), {"index": (("slice", 1, None, None), ("slice", None, None, 2))}, MATRIX),
+                               Sample((M34, index([0, 2, 0])), {"index": (("array", 0),)}, MATRIX)))
 setitem_p = Primitive("setitem", _setitem, params=("index",), linear_in=(0, 1),
-                      doc="A copy of x with x[index] = value (functional in-place write).")
+                      doc="A copy of x with x[index] = value (functional in-place write).",
+                      samples=(Sample((M34, In((4,))), {"index": (1,)}, MATRIX),
+                               Sample((M34, In(())), {"index": (("slice", None, None, None), 1)}, MATRIX)))
 index_add_p = Primitive("index_add", _index_add, params=("index",), linear_in=(0, 1),
                         doc="A copy of x with value added at index, repeats accumulating "
-                            "(np.add.at): the scatter-add that transposes a gather.")
+                            "(np.add.at): the scatter-add that transposes a gather.",
+                        samples=(Sample((M34, M34, index([0, 0, 2])), {"index": (("array", 0),)}, MATRIX),))
 
 
 @rrule(getitem_p)

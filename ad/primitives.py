@@ -33,6 +33,8 @@ class Primitive:
         through (``y = x[1:]; y += 1`` changes ``x``).
     value_dependent_shape: the output shape follows the operand values, not their avals.
     samples: the checker's and the tests' sample inputs (``ad.samples.Sample``).
+    kink: ``(*operands, **params) -> distance`` of each element to the nearest point where the
+        derivative jumps (0 there): the program checker lists equations evaluated at a kink.
     spelling: how generated code calls it: a format string over ``{0}``, ``{1}``... and the
         params (``"np.matmul({0}, {1})"``), or a function ``(args, params) -> str``; by default
         ``np.<name>`` of ``function``.
@@ -43,7 +45,7 @@ class Primitive:
                  multiple_results: bool = False, kind: str = "pure", function: Any = None,
                  doc: str | None = None, elementwise: bool = False, linear_in: tuple[int, ...] = (),
                  returns_view: Callable | None = None, write_through: Callable | None = None,
-                 value_dependent_shape: bool = False, samples: tuple = (),
+                 value_dependent_shape: bool = False, samples: tuple = (), kink: Callable | None = None,
                  spelling: str | Callable | None = None):
         if kind not in KINDS:
             raise ValueError(f"primitive kind {kind!r}; choose one of {KINDS}")
@@ -64,6 +66,7 @@ class Primitive:
         self.write_through = write_through
         self.value_dependent_shape = value_dependent_shape
         self.samples = tuple(samples)
+        self.kink = kink
         self.spelling = spelling
         self.rule = None
         self.differentiable = True

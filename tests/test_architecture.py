@@ -110,6 +110,51 @@ def test_no_import_cycles(package):
     assert not cycles, f"import cycles in {package}: " + "; ".join(" -> ".join(c + c[:1]) for c in cycles[:5])
 
 
+# The layers of ``ad`` (docs/architecture.md), bottom first: a module imports only modules of
+# its own layer or below. Package ``__init__`` modules are facades and are not listed.
+LAYERS = {
+    "foundations": ("ad.errors", "ad.pytree", "ad.tangents", "ad.samples"),
+    "trace state": ("ad.trace_state",),
+    "primitives": ("ad.primitives",),
+    "data model": ("ad.tape",),
+    "rule writing": ("ad.rrule",),
+    "machinery primitives": ("ad.core_prims",),
+    "tracing": ("ad.dispatch", "ad.tracer"),
+    "rule library": ("ad.lib.", "ad.nn."),
+    "transformations": ("ad.lift", "ad.backward", "ad.closure", "ad.passes", "ad.codegen", "ad.api"),
+    "consumers": ("ad.serialize", "ad.onnx", "ad.checks", "ad.examples", "ad.nn.examples"),
+}
+
+
+def _layer(name: str) -> int:
+    """The layer of a module: the most specific prefix in LAYERS wins."""
+    best = max(((len(p), i) for i, prefixes in enumerate(LAYERS.values()) for p in prefixes
+                if name == p or name.startswith(p if p.endswith(".") else p + ".")), default=None)
+    assert best is not None, f"{name} is in no layer of LAYERS (docs/architecture.md): add it"
+    return best[1]
+
+
+def test_imports_point_down_the_layers():
+    names = list(LAYERS)
+    wrong = []
+    for name in sorted(MODULES):
+        if name.split(".")[0] != "ad" or _is_package(name):
+            continue
+        for line, target in _imports(name)[0]:
+            if _is_package(target) and target != "ad":
+                continue
+            if _layer(target) > _layer(name):
+                wrong.append(f"{MODULES[name].relative_to(ROOT)}:{line} ({names[_layer(name)]}) "
+                             f"imports {target} ({names[_layer(target)]})")
+    assert not wrong, "imports pointing up the layers:\n" + "\n".join(wrong)
+
+
+def test_ad_never_imports_tapeviz():
+    found = [f"{name}:{line}" for name in MODULES if name.startswith("ad")
+             for line, target in sum(_imports(name), []) if target.startswith("tapeviz")]
+    assert not found, found
+
+
 def test_the_resolver_follows_relative_and_package_imports():
     """What the two tests above rely on: relative imports resolve to modules, a package's
     ``__init__`` counts as imported, and a function-local import is seen."""
@@ -123,6 +168,7 @@ def test_the_resolver_follows_relative_and_package_imports():
     assert resolve("ad", "from . import lib") == ["ad.lib"]
     assert resolve("tapeviz.graph", "import numpy") == []
     assert ("ad.tape" in {t for _, t in _imports("ad.backward")[0]})
+    assert _layer("ad.tape") < _layer("ad.lib.shape") < _layer("ad.api") < _layer("ad.nn.examples")
 
 
 def test_ad_imports_without_the_drawing_and_widget_stack():

@@ -8,9 +8,12 @@ import pytest
 
 import ad
 from ad.errors import MutationError, UnsupportedFunctionError
-from specs import make_inputs   # before specs_linalg: specs defines Spec, then imports specs_linalg
-from specs_linalg import LINALG_COMPOSITIONS, LINALG_SPECS
+from ad.lib import arrays, contraction, linalg, linalg_functions, numeric, selection, statistics, values
+from ad.primitives import Primitive
+from cases import CASES, floats, weighted, weights
 from needs import module
+from specs_linalg import LINALG
+from specs_numeric import NUMERIC
 
 anp = module("autograd.numpy")
 autograd = module("autograd")
@@ -75,10 +78,16 @@ def test_second_derivative_matches_differences_of_the_gradient(name, f, x):
     assert abs(np.sum(hv * u) - fd) <= 1e-6 * max(1.0, abs(fd))
 
 
-@pytest.mark.parametrize("spec", [pytest.param(s, id=s.prim) for s in LINALG_SPECS + LINALG_COMPOSITIONS])
-def test_rules_lift_without_fallback(spec):
-    xs = make_inputs(spec, spec.shapes[-1], np.random.default_rng(0))
-    gt = ad.grad_tape(lambda *a: np.sum(spec.fn(*a)), *xs, argnums=tuple(range(len(xs))))
+MODULES = (linalg, linalg_functions, contraction, numeric, statistics, selection, values, arrays)
+PRIMITIVES = {v for m in MODULES for v in vars(m).values() if isinstance(v, Primitive)}
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.name) for c in CASES
+                                  if c.primitive in PRIMITIVES or c.name in LINALG or c.name in NUMERIC])
+def test_rules_lift_without_fallback(case):
+    rng = np.random.default_rng(0)
+    xs = case.inputs(case.sample.shapes[-1], rng)
+    gt = ad.grad_tape(weighted(case.fn, weights(case.fn(*xs), rng)), *xs, argnums=floats(xs))
     assert not gt.fallbacks
 
 

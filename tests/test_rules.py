@@ -1,5 +1,8 @@
-"""Every rule in the library, from the spec table: finite differences (dot-product test with a
-converged 5-point stencil), float32, and the closure / lifted / compiled forms agreeing."""
+"""Every primitive of the registry at its declared samples, and every composition of the spec
+tables (tests/cases.py): finite differences (dot-product test with a converged 5-point stencil),
+the closure / lifted / compiled forms agreeing, float32 kept float32."""
+import subprocess
+import sys
 import zlib
 
 import numpy as np
@@ -7,66 +10,70 @@ import pytest
 
 import ad
 from ad.checks.fd import dot_product_test
-from ad.lib import PRIMITIVES
-from specs import COMPOSITIONS, SPECS, domains, make_inputs
+from ad.checks.settings import fd_rtol
+from ad.samples import F32, F64, declared_domains
+from cases import CASES, floats, leaves, weighted, weights
 
-CASES = [pytest.param(s, shape, id=f"{s.prim}-{shape}") for s in SPECS + COMPOSITIONS for shape in s.shapes]
-
-
-def test_every_rule_has_a_spec():
-    specced = {s.prim for s in SPECS}
-    missing = sorted(PRIMITIVES - specced)
-    assert not missing, f"primitives without a spec line in tests/specs.py: {missing}"
-    unknown = sorted(specced - PRIMITIVES)
-    assert not unknown, f"spec lines for unknown primitives: {unknown}"
+GRADIENT_CASES = [pytest.param(c, shape, id=f"{c.name}-{shape}") for c in CASES for shape in c.sample.shapes
+                  if any(i.kind == "float" for i in c.sample.inputs)]
+FLOAT32_CASES = [p for p in GRADIENT_CASES if F32 in p.values[0].sample.dtypes and F64 in p.values[0].sample.dtypes]
 
 
-@pytest.mark.parametrize("spec", [pytest.param(s, id=s.prim) for s in SPECS])
-def test_spec_exercises_its_primitive(spec):
-    xs = make_inputs(spec, spec.shapes[-1], np.random.default_rng(0))
-    gt = ad.grad_tape(lambda *a: np.sum(spec.fn(*a)), *xs)
-    used = {e.prim.name for e in ad.trace(spec.fn, *xs).eqns} | {e.prim.name for e in gt.eqns}
-    assert spec.prim in used
+def test_every_library_primitive_declares_samples():
+    """Every primitive ``import ad, ad.nn`` registers (the opaque fallback pair aside) declares
+    the samples the checker and these tests run; a fresh interpreter, so that the primitives
+    tests register themselves do not count."""
+    code = ("import ad, ad.nn\n"
+            "print(sorted(n for n, p in ad.REGISTRY.items() if p.kind != 'opaque' and not p.samples))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]", f"primitives without samples (declare Primitive(samples=...)): {out}"
 
 
-def _loss(spec, w):
-    return lambda *xs: np.sum(spec.fn(*xs) * w)
+def test_the_samples_of_a_primitive_agree_on_its_domains():
+    """The checker reads a primitive's operand domains from its first sample (ad.samples.declared_domains)."""
+    for p in ad.REGISTRY.values():
+        for s in p.samples:
+            doms = [i.domain for i in s.inputs]
+            n = min(len(doms), len(p.samples[0].inputs))
+            assert doms[:n] == declared_domains(p, n), f"{p.name}: its samples disagree on the operand domains"
 
 
-@pytest.mark.parametrize("spec,shape", CASES)
-def test_gradient_matches_finite_differences(spec, shape):
-    rng = np.random.default_rng(zlib.crc32(f"{spec.prim}/{shape}".encode()))
-    xs = make_inputs(spec, shape, rng)
-    y, pullback = ad.vjp(spec.fn, *xs)
-    for lhs, rhs, est in dot_product_test(spec.fn, pullback, xs, rng=rng, domains=domains(spec)):
+@pytest.mark.parametrize("case,shape", GRADIENT_CASES)
+def test_gradient_matches_finite_differences(case, shape):
+    rng = np.random.default_rng(zlib.crc32(f"{case.name}/{shape}".encode()))
+    xs = case.inputs(shape, rng, case.sample.dtypes[0])
+    y, pullback = ad.vjp(case.fn, *xs)
+    rtol = fd_rtol([np.result_type(v) for v in (*xs, *leaves(y))])    # float32 outputs round
+    for lhs, rhs, est in dot_product_test(case.fn, pullback, xs, rng=rng, domains=case.domains):
         assert est.converged, f"finite differences did not converge (error {est.error:.2e})"
-        assert abs(lhs - rhs) <= 1e-6 * max(1.0, abs(lhs), abs(rhs)), (lhs, rhs)
+        assert abs(lhs - rhs) <= rtol * max(1.0, abs(lhs), abs(rhs)), (lhs, rhs)
 
 
-@pytest.mark.parametrize("spec,shape", CASES)
-def test_forms_agree(spec, shape):
+@pytest.mark.parametrize("case,shape", GRADIENT_CASES)
+def test_forms_agree(case, shape):
     """closure, lifted, lifted without passes and compiled give the same gradient."""
     rng = np.random.default_rng(1)
-    xs = make_inputs(spec, shape, rng)
-    w = rng.standard_normal(np.shape(spec.fn(*xs)))
-    argnums = tuple(range(len(xs)))
-    ref = ad.grad(_loss(spec, w), argnums, form="closure")(*xs)
+    xs = case.inputs(shape, rng, case.sample.dtypes[0])
+    loss = weighted(case.fn, weights(case.fn(*xs), rng))
+    argnums = floats(xs)
+    ref = ad.grad(loss, argnums, form="closure")(*xs)
     for form, optimize in (("lifted", False), ("lifted", True), ("compiled", True)):
-        got = ad.grad(_loss(spec, w), argnums, form=form, optimize=optimize)(*xs)
+        got = ad.grad(loss, argnums, form=form, optimize=optimize)(*xs)
         for r, g in zip(ref, got):
             np.testing.assert_allclose(g, r, rtol=1e-12, atol=1e-12, err_msg=f"{form} optimize={optimize}")
 
 
-@pytest.mark.parametrize("spec,shape", CASES)
-def test_float32(spec, shape):
+@pytest.mark.parametrize("case,shape", FLOAT32_CASES)
+def test_float32(case, shape):
     """float32 in, float32 gradients out, close to the float64 gradient."""
     rng = np.random.default_rng(2)
-    xs64 = make_inputs(spec, shape, rng)
-    xs32 = [np.float32(x) if np.ndim(x) == 0 else x.astype(np.float32) for x in xs64]
-    w = rng.standard_normal(np.shape(spec.fn(*xs64)))
-    argnums = tuple(range(len(xs64)))
-    g64 = ad.grad(_loss(spec, w), argnums)(*xs64)
-    g32 = ad.grad(_loss(spec, w.astype(np.float32)), argnums)(*xs32)
+    xs64 = case.inputs(shape, rng)
+    argnums = floats(xs64)
+    xs32 = [np.float32(x) if np.ndim(x) == 0 else x.astype(np.float32) if i in argnums else x
+            for i, x in enumerate(xs64)]
+    ws = weights(case.fn(*xs64), rng)
+    g64 = ad.grad(weighted(case.fn, ws), argnums)(*xs64)
+    g32 = ad.grad(weighted(case.fn, [w.astype(np.float32) for w in ws]), argnums)(*xs32)
     for a, b in zip(g32, g64):
         assert np.result_type(a) == np.float32
         np.testing.assert_allclose(a, b, rtol=2e-3, atol=2e-3)

@@ -20,6 +20,7 @@ import time
 
 import numpy as np
 
+from .. import nn  # noqa: F401  (its primitives join the registry: --library checks them too)
 from .gallery import GALLERY
 from .library import check_library
 from .program import check

@@ -1,26 +1,41 @@
-"""Check the whole rule library: every primitive of ``ad.lib`` at the sample inputs of
-``samples.SAMPLES`` (several shapes, float64 and float32, and explicit kink points)."""
+"""Check the whole rule library: every registered primitive that declares samples (``ad.lib``,
+``ad.nn`` once imported, anything else loaded) at its ``prim.samples``: several shapes, float64
+and float32, and explicit kink points. The registry is read at call time, so primitives
+registered after ``ad.lib`` (``ad.nn``'s) are checked too; the opaque fallback pair and users'
+own primitives declare no samples."""
 from __future__ import annotations
 
 from typing import Callable
 
 import numpy as np
 
+from ..primitives import REGISTRY, Primitive
+from ..samples import Sample, caller, operands
 from .report import RuleReport
 from .rule import check_rule
-from .samples import SAMPLES, cases
 
 
-def uncovered() -> list[str]:
-    """Library primitives without a sample line (they cannot be checked)."""
-    from ..lib import PRIMITIVES
-    return sorted(PRIMITIVES - {s.prim for s in SAMPLES})
+def sampled() -> list[Primitive]:
+    """The registered primitives that declare samples, in registration order."""
+    return [p for p in REGISTRY.values() if p.samples]
+
+
+def cases(prim: Primitive, sample: Sample, rng: np.random.Generator):
+    """(label, call, operands) for every shape set, dtype and kink point of one sample."""
+    call = caller(prim, sample)
+    params = "".join(f" {k}={v}" for k, v in sample.params.items() if k != "index")
+    for n, shape_set in enumerate(sample.shapes):
+        last = n == len(sample.shapes) - 1
+        for dtype in sample.dtypes[:1] + (sample.dtypes[1:] if last else ()):
+            yield f"{prim.name}{params} {shape_set} {dtype.name}", call, operands(sample, rng, shape_set, dtype)
+    for k, point in enumerate(sample.kinks):
+        yield f"{prim.name}{params} kink {k}", call, [np.array(p) if np.ndim(p) else p for p in point]
 
 
 def library_cases(names=None, *, seed: int = 0) -> list[tuple[str, Callable, list]]:
-    """Every (label, call, inputs) of the library check, drawn from one seeded generator."""
+    """Every (label, call, operands) of the library check, drawn from one seeded generator."""
     rng = np.random.default_rng(seed)
-    return [c for s in SAMPLES if names is None or s.prim in names for c in cases(s, rng)]
+    return [c for p in sampled() if names is None or p.name in names for s in p.samples for c in cases(p, s, rng)]
 
 
 def check_library(names=None, *, progress: Callable | None = None, seed: int = 0, **options) -> list[RuleReport]:

@@ -16,7 +16,6 @@ from .captures import describe, raised_at
 from .derivatives import dot_check
 from .forms import compare_cotangents
 from .program_record import ProgramRecord
-from .samples import KINKS
 from .settings import fd_rtol
 
 
@@ -177,7 +176,7 @@ def _nan(p: ProgramRecord) -> Verdict:
 def _kinks(p: ProgramRecord) -> Verdict:
     found = []
     for e, vals in p.closure.operands.items():
-        distance = KINKS.get(e.prim.name)
+        distance = e.prim.kink
         if distance is None:
             continue
         d = np.abs(np.asarray(distance(*vals, **dict(e.params)), dtype=np.float64))

@@ -21,13 +21,13 @@ from .. import pytree
 from ..api import _wrt, trace
 from ..backward import GradTape, build, partition, residuals
 from ..closure import eval_closure
+from ..samples import declared_domains
 from ..tangents import is_zero, unthunk
 from ..tape import Eqn, Tape, Var, eval_eqns, eval_tape, format_eqn
 from .base import RuleCase, random_cotangent
 from .captures import captured, changed, snapshot
 from .report import CheckResult, RuleReport
 from .rule import run_checks
-from .samples import declared_domains
 from .settings import ORDER, Options
 
 

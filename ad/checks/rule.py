@@ -14,12 +14,12 @@ from ..api import trace
 from ..backward import build
 from ..primitives import Primitive, lookup
 from ..rrule import using_rule
+from ..samples import declared_domains
 from ..tape import Var, eval_tape, format_eqn
 from . import algebra, closure, derivatives, interface  # noqa: F401  (they register the checks)
 from .base import CHECKS, Context, RuleCase
 from .captures import describe, location, raised_at
 from .report import CheckResult, RuleReport
-from .samples import declared_domains
 from .settings import RULE_CHECKS, Options
 
 
@@ -143,7 +143,7 @@ def _setup(f, args, kwargs, rule, opts, results):
 
 def _domains(opts, tape, eqn, prim) -> list:
     """Per operand: the domain given for the argument it is (an input of the call), else the
-    domain declared in the sample table for the primitive."""
+    domain the primitive's samples declare."""
     if opts.domains is None:
         return declared_domains(prim, len(eqn.inputs))
     by_input = dict(zip(tape.inputs, opts.domains))

@@ -9,9 +9,11 @@ import numpy as np
 from ..dispatch import implements, unsupported
 from ..primitives import Primitive
 from ..rrule import rrule
+from ..samples import M34, MATRIX, F, In, Sample, Y
 from ..tangents import thunk
 
-matmul_p = Primitive("matmul", np.matmul, function=np.matmul)
+matmul_p = Primitive("matmul", np.matmul, function=np.matmul, linear_in=(0, 1), spelling="{0} @ {1}",
+                     samples=(Sample((F, Y), shapes=("mm", "mv", "vm", "vv", "bmm")),))
 from ..dispatch import UFUNCS  # noqa: E402  (np.matmul is a ufunc: t @ u arrives as one)
 
 UFUNCS[np.matmul] = matmul_p
@@ -42,7 +44,14 @@ def _einsum(*operands, subscripts):
     return np.einsum(subscripts, *operands, optimize=len(operands) > 2)
 
 
-einsum_p = Primitive("einsum", _einsum, params=("subscripts",), function=np.einsum)
+def _einsum_spelling(args, params) -> str:
+    return f"np.einsum({params['subscripts']!r}, {', '.join(args)})"
+
+
+einsum_p = Primitive("einsum", _einsum, params=("subscripts",), function=np.einsum,
+                     spelling=_einsum_spelling,
+                     samples=(Sample((M34, In((2, 4))), {"subscripts": "ij,kj->ik"}, MATRIX),
+                              Sample((In((2, 3, 4)),), {"subscripts": "ijk->j"}, MATRIX)))
 
 
 def explicit_subscripts(subscripts: str, shapes) -> str:
@@ -160,15 +169,15 @@ def _kron(a, b):
 
 # -- numpy 2's vector gufuncs (real operands): vecdot, matvec, vecmat --------------------------
 
-def _gufunc_primitive(uf):
-    prim = Primitive(uf.__name__, uf, function=uf)
+def _gufunc_primitive(uf, *inputs):
+    prim = Primitive(uf.__name__, uf, function=uf, linear_in=(0, 1), samples=(Sample(inputs, shapes=MATRIX),))
     UFUNCS[uf] = prim
     return prim
 
 
-vecdot_p = _gufunc_primitive(np.vecdot)
-matvec_p = _gufunc_primitive(np.matvec)
-vecmat_p = _gufunc_primitive(np.vecmat)
+vecdot_p = _gufunc_primitive(np.vecdot, M34, In((4,)))
+matvec_p = _gufunc_primitive(np.matvec, In((2, 3, 4)), In((4,)))
+vecmat_p = _gufunc_primitive(np.vecmat, In((3,)), In((2, 3, 4)))
 
 
 @rrule(vecdot_p)

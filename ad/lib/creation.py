@@ -9,9 +9,11 @@ from ..core_prims import full_p
 from ..dispatch import LIKE_FUNCTIONS, copy, implements, unsupported
 from ..primitives import Primitive
 from ..rrule import linear_rule
+from ..samples import F, Sample
 from ..tracer import Tracer
 
-array_p = Primitive("array", lambda x: np.array(x, copy=True), doc="A constant as a traced array.")
+array_p = Primitive("array", lambda x: np.array(x, copy=True), doc="A constant as a traced array.",
+                    linear_in=(0,), samples=(Sample((F,)),))
 
 
 linear_rule(array_p, lambda dy, x: dy)

@@ -13,13 +13,106 @@ from ..dispatch import UFUNCS, copy, implements, write_out
 from ..errors import UnsupportedFunctionError
 from ..primitives import BY_FUNCTION, Primitive
 from ..rrule import non_differentiable, rrule, scalar_rule
+from ..samples import (BINARY, DISTINCT, DISTINCT_Y, NONZERO, NONZERO_Y, POSITIVE, F, In, Sample, Y,
+                       literal, to_integer)
 from ..tangents import NoTangent, thunk
+
+
+def _power_spelling(args, params) -> str:
+    """``a ** b``, a negative literal base in parentheses (``-2.0 ** x`` is ``-(2.0 ** x)``)."""
+    base = f"({args[0]})" if args[0].startswith("-") else args[0]
+    return f"{base} ** {args[1]}"
+
+
+# How compiled code spells the ufuncs that are Python operators (the others are np.<name>).
+OPERATORS = {np.subtract: "{0} - {1}", np.multiply: "{0} * {1}", np.true_divide: "{0} / {1}",
+             np.power: _power_spelling, np.floor_divide: "{0} // {1}", np.remainder: "{0} % {1}",
+             np.negative: "-{0}", np.less: "{0} < {1}", np.less_equal: "{0} <= {1}",
+             np.greater: "{0} > {1}", np.greater_equal: "{0} >= {1}", np.equal: "{0} == {1}",
+             np.not_equal: "{0} != {1}"}
+# The operands a ufunc is linear in: jointly for a difference, each given the other for a product.
+LINEAR_IN = {np.subtract: (0, 1), np.multiply: (0, 1), np.true_divide: (0,), np.negative: (0,),
+             np.conjugate: (0,), np.deg2rad: (0,), np.rad2deg: (0,), np.radians: (0,),
+             np.degrees: (0,)}
+
+# -- sample inputs (ad.samples) and kinks -------------------------------------------------------
+INTEGERS = (-2.0, -1.0, 0.0, 1.0, 2.0)
+FRACTION, DIVISOR = In(lo=0.1, hi=0.9), In("y", lo=1.5, hi=2.0)
+UNIT = In(lo=-0.9, hi=0.9, domain=(-1.0, 1.0))
+
+
+def _v(*values) -> np.ndarray:
+    return np.array(values, dtype=float)
+
+
+def _unary(inp=F, **kw) -> tuple:
+    return (Sample((inp,), **kw),)
+
+
+def _binary(a=F, b=Y, **kw) -> tuple:
+    return (Sample((a, b), shapes=BINARY, **kw),)
+
+
+TIES = ((_v(1.0, 2.0, -1.0, 0.3), _v(1.0, 0.0, -1.0, 0.5)),)
+SAMPLES = {
+    **dict.fromkeys((np.negative, np.exp, np.exp2, np.expm1, np.sin, np.cos, np.tanh, np.arctan, np.sinh,
+                     np.cosh, np.arcsinh, np.square, np.conjugate, np.deg2rad, np.rad2deg, np.radians,
+                     np.degrees, np.isnan, np.isinf, np.isfinite), _unary()),
+    **dict.fromkeys((np.log, np.log2, np.log10, np.sqrt), _unary(In(lo=0.2, hi=3.0, domain=(0.0, None)))),
+    np.log1p: _unary(In(lo=0.2, hi=3.0, domain=(-1.0, None))),
+    np.reciprocal: _unary(POSITIVE),
+    **dict.fromkeys((np.arcsin, np.arccos, np.arctanh), _unary(UNIT)),
+    np.tan: _unary(In(lo=-1.2, hi=1.2)),
+    np.arccosh: _unary(In(lo=1.2, hi=3.0, domain=(1.0, None))),
+    np.cbrt: _unary(NONZERO),
+    **dict.fromkeys((np.absolute, np.fabs), _unary(NONZERO, kinks=((_v(0.0, 1.3, -0.7, 0.0),), (np.float64(0.0),)))),
+    np.modf: _unary(In(avoid=INTEGERS)),
+    **dict.fromkeys((np.subtract, np.multiply, np.arctan2, np.hypot, np.logaddexp, np.logaddexp2), _binary()),
+    np.maximum: _binary(DISTINCT, DISTINCT_Y, kinks=TIES) + (
+        Sample((F, literal(0.0)), kinks=((_v(0.0, 0.5, -0.5, 0.0),),)),),          # relu
+    **dict.fromkeys((np.minimum, np.fmax, np.fmin), _binary(DISTINCT, DISTINCT_Y, kinks=TIES)),
+    np.true_divide: _binary(F, In("y", lo=0.5, hi=2.0)),
+    **dict.fromkeys((np.power, np.float_power),
+                    _binary(In(lo=0.5, hi=2.0, domain=(0.0, None)), In("y", lo=-1.5, hi=1.5))),
+    **dict.fromkeys((np.remainder, np.fmod, np.floor_divide), _binary(FRACTION, DIVISOR)),
+    np.copysign: _binary(In(lo=0.5, hi=2.0), In("y", lo=0.5, hi=2.0)),
+    np.nextafter: _binary(DISTINCT, DISTINCT_Y),
+    # non-differentiable: their rules return NoTangent, checked against zero derivatives
+    **dict.fromkeys((np.sign, np.signbit, np.logical_not), _unary(NONZERO)),
+    **dict.fromkeys((np.floor, np.ceil, np.trunc), _unary(In(avoid=INTEGERS))),
+    np.rint: _unary(In(avoid=(-1.5, -0.5, 0.5, 1.5))),
+    np.spacing: _unary(In(lo=1.1, hi=1.9)),
+    **dict.fromkeys((np.less, np.less_equal, np.greater, np.greater_equal, np.equal, np.not_equal),
+                    _binary(DISTINCT, DISTINCT_Y)),
+    **dict.fromkeys((np.logical_and, np.logical_or, np.logical_xor), _binary(NONZERO, NONZERO_Y)),
+    np.heaviside: _binary(NONZERO, Y),
+}
+
+
+def _difference(a, b):
+    return np.subtract(a, b)
+
+
+def _ratio_to_integer(a, b):
+    return to_integer(np.divide(a, b))
+
+
+# The distance of each element to the nearest kink of the ufuncs that have one.
+KINKS = {
+    np.absolute: lambda x: x, np.fabs: lambda x: x, np.sign: lambda x: x, np.heaviside: lambda x, h: x,
+    **dict.fromkeys((np.maximum, np.minimum, np.fmax, np.fmin), _difference),
+    np.floor: to_integer, np.ceil: to_integer, np.trunc: to_integer, np.rint: lambda x: to_integer(x - 0.5),
+    **dict.fromkeys((np.remainder, np.fmod, np.floor_divide), _ratio_to_integer),
+    np.copysign: lambda a, b: b,
+}
 
 
 def _ufunc_primitive(uf: np.ufunc) -> Primitive:
     """The primitive of a ufunc (the core's own, for add and positive)."""
     prim = BY_FUNCTION.get(uf) or Primitive(uf.__name__, uf, function=uf, multiple_results=uf.nout > 1,
-                                            elementwise=True)
+                                            elementwise=True, linear_in=LINEAR_IN.get(uf, ()),
+                                            spelling=OPERATORS.get(uf), samples=SAMPLES[uf],
+                                            kink=KINKS.get(uf))
     UFUNCS[uf] = prim
     return prim
 
@@ -36,6 +129,9 @@ for _uf in (np.add, np.subtract, np.multiply, np.true_divide, np.power, np.float
             np.logical_and, np.logical_or, np.logical_xor, np.logical_not, np.nextafter,
             np.spacing, np.modf, np.radians, np.degrees):
     _ufunc_primitive(_uf)
+# named for the rewrite rules of ad.passes
+subtract_p, multiply_p, divide_p, power_p, negative_p = (
+    UFUNCS[uf] for uf in (np.subtract, np.multiply, np.true_divide, np.power, np.negative))
 
 # -- the derivative table ----------------------------------------------------------------------
 # partials take (*operands, y); 1 / -1 mean identity / negation; None means "no gradient".
@@ -146,7 +242,8 @@ def _modf_rule(x):
 
 # -- where, clip -------------------------------------------------------------------------
 
-where_p = Primitive("where", np.where, function=np.where)
+where_p = Primitive("where", np.where, function=np.where, elementwise=True, linear_in=(1, 2),
+                    samples=(Sample((In(kind="bool"), F, Y), shapes=BINARY),))
 
 
 @implements(np.where)
@@ -166,7 +263,14 @@ def _clip(x, lo, hi):
     return np.clip(x, lo, hi)
 
 
-clip_p = Primitive("clip", _clip, function=np.clip)
+def _clip_kink(x, lo, hi):
+    return np.minimum(np.abs(np.subtract(x, lo)), np.abs(np.subtract(x, hi)))
+
+
+clip_p = Primitive("clip", _clip, function=np.clip, elementwise=True, kink=_clip_kink, samples=(
+    Sample((In(avoid=(-0.5, 0.5)), literal(-0.5), literal(0.5)), kinks=((_v(-0.5, 0.5, 0.0, 0.9),),)),
+    Sample((DISTINCT, In(lo=-1.5, hi=-0.3, apart=True), In(lo=0.3, hi=1.5, apart=True)),
+           kinks=((_v(-0.5, 0.5, 0.0), _v(-0.5, -1.0, -1.0), _v(1.0, 0.5, 1.0)),))))
 
 
 @implements(np.clip)

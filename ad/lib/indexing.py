@@ -9,6 +9,7 @@ from ..core_prims import index_add_p, parse_index
 from ..dispatch import UFUNC_METHODS, implements, unsupported
 from ..primitives import Primitive
 from ..rrule import non_differentiable
+from ..samples import ARRAYS, DISTINCT, NONZERO, Sample
 
 
 def _add_at(a, indices, b):
@@ -42,10 +43,11 @@ def _take_along_axis(arr, indices, axis=-1):
 
 
 nonzero_p = Primitive("nonzero", lambda x: np.nonzero(x), multiple_results=True, function=np.nonzero,
-                      value_dependent_shape=True)
+                      value_dependent_shape=True, samples=(Sample((NONZERO,), shapes=ARRAYS),))
 argsort_p = Primitive("argsort", lambda x, axis: np.argsort(x, axis=axis, kind="stable"),
                       params=("axis",), function=np.argsort,
-                      spelling="np.argsort({0}, axis={axis}, kind='stable')")
+                      spelling="np.argsort({0}, axis={axis}, kind='stable')",
+                      samples=(Sample((DISTINCT,), {"axis": 0}, ARRAYS),))
 non_differentiable(nonzero_p, argsort_p)
 
 

@@ -21,6 +21,7 @@ import numpy as np
 from ..dispatch import implements, unsupported
 from ..primitives import Primitive
 from ..rrule import rrule
+from ..samples import MATRIX, In, Sample, matrix
 
 
 def mT(x):
@@ -43,21 +44,32 @@ def triangle_gradient(g, lower: bool = True):
 
 # -- primitives --------------------------------------------------------------------------------
 
-inv_p = Primitive("inv", np.linalg.inv, function=np.linalg.inv)
-solve_p = Primitive("solve", np.linalg.solve, function=np.linalg.solve)
-det_p = Primitive("det", np.linalg.det, function=np.linalg.det)
+WELL = matrix((3, 3), "well")
+SPREAD = (Sample((matrix((4, 3), "spread"),), shapes=MATRIX), Sample((matrix((3, 4), "spread"),), shapes=MATRIX))
+
+inv_p = Primitive("inv", np.linalg.inv, function=np.linalg.inv, samples=(Sample((WELL,), shapes=MATRIX),))
+solve_p = Primitive("solve", np.linalg.solve, function=np.linalg.solve, linear_in=(1,),
+                    samples=(Sample((WELL, In((3, 2))), shapes=MATRIX), Sample((WELL, In((3,))), shapes=MATRIX)))
+det_p = Primitive("det", np.linalg.det, function=np.linalg.det,
+                  samples=(Sample((WELL,), shapes=MATRIX), Sample((matrix((2, 3, 3), "well"),), shapes=MATRIX)))
 slogdet_p = Primitive("slogdet", lambda a: tuple(np.linalg.slogdet(a)), multiple_results=True,
-                      function=np.linalg.slogdet)
+                      function=np.linalg.slogdet, samples=(Sample((WELL,), shapes=MATRIX),))
 cholesky_p = Primitive("cholesky", lambda a, upper: np.linalg.cholesky(a, upper=upper),
-                       params=("upper",), function=np.linalg.cholesky)
+                       params=("upper",), function=np.linalg.cholesky,
+                       samples=tuple(Sample((matrix((3, 3), "separated"),), {"upper": upper}, MATRIX)
+                                     for upper in (False, True)))
 eigh_p = Primitive("eigh", lambda a, UPLO: tuple(np.linalg.eigh(a, UPLO=UPLO)), params=("UPLO",),
-                   multiple_results=True, function=np.linalg.eigh)
+                   multiple_results=True, function=np.linalg.eigh,
+                   samples=tuple(Sample((matrix((4, 4), "separated"),), {"UPLO": uplo}, MATRIX) for uplo in "LU"))
 svd_p = Primitive("svd", lambda a: tuple(np.linalg.svd(a, full_matrices=False)), multiple_results=True,
-                  function=np.linalg.svd, doc="The reduced SVD: u (..., m, k), s (..., k), vh (..., k, n).")
+                  function=np.linalg.svd, spelling="np.linalg.svd({0}, full_matrices=False)",
+                  doc="The reduced SVD: u (..., m, k), s (..., k), vh (..., k, n).",
+                  samples=SPREAD)
 qr_p = Primitive("qr", lambda a: tuple(np.linalg.qr(a)), multiple_results=True, function=np.linalg.qr,
-                 doc="The reduced QR decomposition: q (..., m, k), r (..., k, n).")
+                 doc="The reduced QR decomposition: q (..., m, k), r (..., k, n).", samples=SPREAD)
 pinv_p = Primitive("pinv", lambda a, rcond, hermitian: np.linalg.pinv(a, rcond, hermitian),
-                   params=("rcond", "hermitian"), function=np.linalg.pinv)
+                   params=("rcond", "hermitian"), function=np.linalg.pinv,
+                   samples=(Sample((matrix((4, 3), "spread"),), {"rcond": 1e-15, "hermitian": False}, MATRIX),))
 
 # numpy's namedtuple result classes, from one small call each
 _SlogdetResult = type(np.linalg.slogdet(np.eye(1)))

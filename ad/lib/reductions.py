@@ -8,6 +8,7 @@ import numpy as np
 from ..dispatch import UFUNC_METHODS, implements, unsupported
 from ..primitives import Primitive
 from ..rrule import linear_rule, non_differentiable, rrule
+from ..samples import ARRAYS, DISTINCT, MATRIX, NONZERO, POSITIVE, UNARY, F, In, Sample, tie_gap
 
 
 def normalize_axis(axis, ndim: int):
@@ -42,22 +43,34 @@ def expand_to(dy, shape, axis, keepdims):
     return np.broadcast_to(dy, shape)
 
 
-def _reduction(name, fn):
+def _reduction(name, fn, linear_in=(), samples=(), kink=None):
     impl = lambda x, axis, keepdims: fn(x, axis=axis, keepdims=keepdims)  # noqa: E731
-    return Primitive(name, impl, params=("axis", "keepdims"), function=fn)
+    return Primitive(name, impl, params=("axis", "keepdims"), function=fn, linear_in=linear_in,
+                     samples=samples, kink=kink)
 
 
-sum_p = _reduction("sum", np.sum)
-mean_p = _reduction("mean", np.mean)
-prod_p = _reduction("prod", np.prod)
-max_p = _reduction("max", np.max)
-min_p = _reduction("min", np.min)
+WHOLE = {"axis": None, "keepdims": False}
+
+
+def _reduced(inp=F, kinks=()) -> tuple:
+    """Samples of a reduction: over everything, and over axis 0 keeping it."""
+    return (Sample((inp,), WHOLE, ARRAYS if inp.apart else UNARY, kinks=kinks),
+            Sample((inp,), {"axis": (0,), "keepdims": True}, MATRIX))
+
+
+sum_p = _reduction("sum", np.sum, linear_in=(0,), samples=_reduced())
+mean_p = _reduction("mean", np.mean, linear_in=(0,), samples=_reduced())
+prod_p = _reduction("prod", np.prod, samples=_reduced(In(lo=-1.5, hi=1.5), kinks=((np.array([0.0, 1.5, -0.5, 2.0]),),)))
+max_p = _reduction("max", np.max, samples=_reduced(DISTINCT, kinks=((np.array([1.0, 1.0, 0.3, -2.0]),),)),
+                   kink=lambda x, axis, keepdims: tie_gap(x, axis, True))
+min_p = _reduction("min", np.min, samples=_reduced(DISTINCT, kinks=((np.array([-1.0, 0.5, -1.0, 2.0]),),)),
+                   kink=lambda x, axis, keepdims: tie_gap(x, axis, False))
 argmax_p = Primitive("argmax", lambda x, axis, keepdims: np.argmax(x, axis=axis, keepdims=keepdims),
-                     params=("axis", "keepdims"), function=np.argmax)
+                     params=("axis", "keepdims"), function=np.argmax, samples=(Sample((DISTINCT,), WHOLE, ARRAYS),))
 argmin_p = Primitive("argmin", lambda x, axis, keepdims: np.argmin(x, axis=axis, keepdims=keepdims),
-                     params=("axis", "keepdims"), function=np.argmin)
-any_p = _reduction("any", np.any)
-all_p = _reduction("all", np.all)
+                     params=("axis", "keepdims"), function=np.argmin, samples=(Sample((DISTINCT,), WHOLE, ARRAYS),))
+any_p = _reduction("any", np.any, samples=(Sample((NONZERO,), WHOLE),))
+all_p = _reduction("all", np.all, samples=(Sample((NONZERO,), WHOLE),))
 non_differentiable(argmax_p, argmin_p, any_p, all_p)
 
 
@@ -131,12 +144,13 @@ rrule(min_p)(_extremum_rule(np.min))
 
 # -- scans -------------------------------------------------------------------------------------
 
-def _scan(name, fn):
-    return Primitive(name, lambda x, axis: fn(x, axis=axis), params=("axis",), function=fn)
+def _scan(name, fn, inp, linear_in=()):
+    return Primitive(name, lambda x, axis: fn(x, axis=axis), params=("axis",), function=fn,
+                     linear_in=linear_in, samples=(Sample((inp,), {"axis": 0}, ARRAYS),))
 
 
-cumsum_p = _scan("cumsum", np.cumsum)
-cumprod_p = _scan("cumprod", np.cumprod)
+cumsum_p = _scan("cumsum", np.cumsum, F, linear_in=(0,))
+cumprod_p = _scan("cumprod", np.cumprod, POSITIVE)
 
 
 def _scan_handler(prim):

@@ -9,14 +9,18 @@ import numpy as np
 from ..dispatch import implements, unsupported
 from ..primitives import Primitive
 from ..rrule import non_differentiable
+from ..samples import ARRAYS, DISTINCT, In, Sample
 from ..tracer import Tracer
 from .numeric import as_array, traced_together
 from .reductions import normalize_axis
 
 argpartition_p = Primitive("argpartition", lambda x, kth, axis: np.argpartition(x, kth, axis=axis),
-                           params=("kth", "axis"), function=np.argpartition)
+                           params=("kth", "axis"), function=np.argpartition,
+                           samples=(Sample((DISTINCT,), {"kth": 1, "axis": 0}, ARRAYS),))
 searchsorted_p = Primitive("searchsorted", lambda a, v, side: np.searchsorted(a, v, side=side),
-                           params=("side",), function=np.searchsorted)
+                           params=("side",), function=np.searchsorted,
+                           samples=(Sample((In((5,), apart=True, structure="sorted"), DISTINCT), {"side": "left"},
+                                           ARRAYS),))
 non_differentiable(argpartition_p, searchsorted_p)
 
 

@@ -9,6 +9,7 @@ from ..core_prims import broadcast_to_p, reshape_p, transpose_p
 from ..dispatch import copy as copy_tracer, implements
 from ..primitives import Primitive
 from ..rrule import linear_rule, rrule
+from ..samples import ARRAYS, F, Sample, Y
 from .reductions import normalize_axis
 
 
@@ -16,9 +17,14 @@ def _concatenate(*xs, axis):
     return np.concatenate(xs, axis=axis)
 
 
-concatenate_p = Primitive("concatenate", _concatenate, params=("axis",), function=np.concatenate)
+def _concatenate_spelling(args, params) -> str:
+    return f"np.concatenate(({', '.join(args)},), axis={params['axis']})"
+
+
+concatenate_p = Primitive("concatenate", _concatenate, params=("axis",), function=np.concatenate,
+                          spelling=_concatenate_spelling, samples=(Sample((F, Y), {"axis": 0}, ARRAYS),))
 roll_p = Primitive("roll", lambda x, shift, axis: np.roll(x, shift, axis), params=("shift", "axis"),
-                   function=np.roll)
+                   function=np.roll, linear_in=(0,), samples=(Sample((F,), {"shift": (2,), "axis": (0,)}, ARRAYS),))
 
 linear_rule(roll_p, lambda dy, x, shift, axis: np.roll(dy, tuple(-s for s in shift), axis))
 

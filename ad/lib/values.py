@@ -10,10 +10,11 @@ from ..dispatch import copy, implements, write_out
 from ..errors import UnsupportedFunctionError
 from ..primitives import Primitive
 from ..rrule import non_differentiable
+from ..samples import In, Sample
 from .numeric import as_array
 
 round_p = Primitive("round", lambda x, decimals: np.round(x, decimals), params=("decimals",),
-                    function=np.round)
+                    function=np.round, samples=(Sample((In(avoid=(-1.5, -0.5, 0.5, 1.5)),), {"decimals": 0}),))
 non_differentiable(round_p)
 
 

@@ -45,8 +45,9 @@ flatten                          matrices, reshape/transpose): gathers transpose
 losses                           compositions (log_softmax inside the logit losses).
 ===============================  =================================================================
 
-``ad.nn.PRIMITIVES`` lists the primitives (their spec table is tests/nn/nn_specs.py);
-``ad.nn.examples`` holds a small CNN on scikit-learn's digits.
+``ad.nn.PRIMITIVES`` lists the primitives (each declares its samples next to its rule; the spec
+table of the functions is tests/nn/nn_specs.py); ``ad.nn.examples`` holds a small CNN on
+scikit-learn's digits.
 """
 from . import examples
 from .activations import (celu, elu, gelu, hard_sigmoid, hardtanh, leaky_relu, relu, relu6, selu,
@@ -64,8 +65,7 @@ from .softmax import log_softmax, log_softmax_p, logsigmoid, logsumexp, logsumex
 from .special import erf, erf_p, relu_p, sigmoid, sigmoid_p
 from .windows import col2im_p, im2col_p
 
-#: The primitives ad.nn adds (everything else here is a composition). Their spec table is
-#: tests/nn/nn_specs.py.
+#: The primitives ad.nn adds (everything else here is a composition).
 PRIMITIVES = (im2col_p, col2im_p, max_pool_p, max_unpool_p, max_select_p, mean_pool_p, mean_unpool_p,
               softmax_p, log_softmax_p, logsumexp_p, relu_p, sigmoid_p, erf_p, standardize_p, dropout_mask_p)
 

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..primitives import Primitive
 from ..rrule import non_differentiable
+from ..samples import F64, MATRIX, In, Sample
 from ..tracer import Tracer
 
 KEY_BOUND = 2 ** 63
@@ -35,7 +36,9 @@ def _dropout_mask(key, *, shape, p, dtype):
 
 
 dropout_mask_p = Primitive("dropout_mask", _dropout_mask, params=("shape", "p", "dtype"), kind="random",
-                           doc="A dropout mask (0 or 1/(1-p)) drawn from an integer key.")
+                           doc="A dropout mask (0 or 1/(1-p)) drawn from an integer key.",
+                           samples=(Sample((In((), 0, 2 ** 31, kind="int"),), dict(shape=(4, 5), p=0.5, dtype=F64),
+                                           MATRIX, dtypes=(F64,)),))
 non_differentiable(dropout_mask_p)
 
 

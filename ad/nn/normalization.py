@@ -11,6 +11,7 @@ import numpy as np
 from ..lib.reductions import normalize_axis
 from ..primitives import Primitive
 from ..rrule import rrule
+from ..samples import IMAGES, MATRIX, Sample
 
 
 def _moments(x, axes, eps):
@@ -26,7 +27,8 @@ def _standardize(x, *, axes, eps):
 
 
 standardize_p = Primitive("standardize", _standardize, params=("axes", "eps"),
-                          doc="(x - mean) / sqrt(var + eps) over `axes`.")
+                          doc="(x - mean) / sqrt(var + eps) over `axes`.",
+                          samples=(Sample((IMAGES,), {"axes": (0, 2), "eps": 1e-3}, MATRIX),))
 
 
 @rrule(standardize_p)

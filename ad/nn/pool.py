@@ -22,6 +22,7 @@ import numpy as np
 
 from ..primitives import Primitive
 from ..rrule import linear_rule, rrule
+from ..samples import IMAGES, MATRIX, In, Sample
 from .geometry import ntuple, out_shape, padding_pairs
 from .layout import per_axis
 from .windows import batch_first, batch_last, crop, offsets, padded_shape
@@ -102,14 +103,29 @@ def _mean_unpool(dy, *, shape, window, stride, padding, dilation):
     return batch_first(crop(padded, padding))
 
 
-max_pool_p = Primitive("max_pool", _max_pool, params=PARAMS, doc="The maximum of each window.")
-max_unpool_p = Primitive("max_unpool", _max_unpool, params=PARAMS,
-                         doc="dy routed to the first maximum of each window of x (y = max_pool(x)).")
-max_select_p = Primitive("max_select", _max_select, params=PARAMS,
-                         doc="dx read at the first maximum of each window of x: max_unpool's transpose.")
-mean_pool_p = Primitive("mean_pool", _mean_pool, params=PARAMS, doc="The mean of each window.")
-mean_unpool_p = Primitive("mean_unpool", _mean_unpool, params=("shape",) + PARAMS,
-                          doc="dy spread evenly over each window: mean_pool's transpose.")
+GEOMETRY = dict(window=(2, 2), stride=(1, 2), padding=((1, 0), (0, 0)), dilation=(1, 1))
+DISTINCT_IMAGES = In(IMAGES.shape, -4.0, 4.0, apart=True)     # no window ties
+POOLED = In((2, 3, 5, 2))                                      # IMAGES pooled with GEOMETRY
+
+
+def _with_maxima(d, x, _):
+    """The operands of max_unpool and max_select: y = max_pool(x) follows from x."""
+    return d, x, max_pool_p.bind(x, **GEOMETRY)
+
+
+max_pool_p = Primitive("max_pool", _max_pool, params=PARAMS, doc="The maximum of each window.",
+                       samples=(Sample((DISTINCT_IMAGES,), GEOMETRY, MATRIX),))
+max_unpool_p = Primitive("max_unpool", _max_unpool, params=PARAMS, linear_in=(0,),
+                         doc="dy routed to the first maximum of each window of x (y = max_pool(x)).",
+                         samples=(Sample((POOLED, DISTINCT_IMAGES, POOLED), GEOMETRY, MATRIX, derive=_with_maxima),))
+max_select_p = Primitive("max_select", _max_select, params=PARAMS, linear_in=(0,),
+                         doc="dx read at the first maximum of each window of x: max_unpool's transpose.",
+                         samples=(Sample((IMAGES, DISTINCT_IMAGES, POOLED), GEOMETRY, MATRIX, derive=_with_maxima),))
+mean_pool_p = Primitive("mean_pool", _mean_pool, params=PARAMS, linear_in=(0,), doc="The mean of each window.",
+                        samples=(Sample((IMAGES,), GEOMETRY, MATRIX),))
+mean_unpool_p = Primitive("mean_unpool", _mean_unpool, params=("shape",) + PARAMS, linear_in=(0,),
+                          doc="dy spread evenly over each window: mean_pool's transpose.",
+                          samples=(Sample((POOLED,), dict(shape=IMAGES.shape, **GEOMETRY), MATRIX),))
 
 
 @rrule(max_pool_p)

@@ -11,6 +11,7 @@ import numpy as np
 from ..lib.reductions import expand_to, normalize_axis
 from ..primitives import Primitive
 from ..rrule import rrule
+from ..samples import IMAGES, MATRIX, Sample
 
 
 def _shifted_exp(x, axis):
@@ -41,9 +42,12 @@ def _logsumexp(x, axis, keepdims):
     return out if keepdims else np.squeeze(out, axis=axis)
 
 
-softmax_p = Primitive("softmax", _softmax, params=("axis",), doc="exp(x) / sum(exp(x), axis)")
-log_softmax_p = Primitive("log_softmax", _log_softmax, params=("axis",), doc="x - logsumexp(x, axis)")
-logsumexp_p = Primitive("logsumexp", _logsumexp, params=("axis", "keepdims"), doc="log(sum(exp(x), axis))")
+softmax_p = Primitive("softmax", _softmax, params=("axis",), doc="exp(x) / sum(exp(x), axis)",
+                     samples=(Sample((IMAGES,), {"axis": (1, 3)}, MATRIX),))
+log_softmax_p = Primitive("log_softmax", _log_softmax, params=("axis",), doc="x - logsumexp(x, axis)",
+                          samples=(Sample((IMAGES,), {"axis": (3,)}, MATRIX),))
+logsumexp_p = Primitive("logsumexp", _logsumexp, params=("axis", "keepdims"), doc="log(sum(exp(x), axis))",
+                        samples=(Sample((IMAGES,), {"axis": (2,), "keepdims": False}, MATRIX),))
 
 
 @rrule(softmax_p)

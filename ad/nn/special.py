@@ -14,6 +14,7 @@ import numpy as np
 
 from ..primitives import Primitive
 from ..rrule import scalar_rule
+from ..samples import IMAGES, MATRIX, In, Sample
 
 _SERIES_TERMS, _FRACTION_DEPTH, _SPLIT = 40, 30, 2.5
 TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)   # a Python float keeps float32 float32
@@ -50,9 +51,13 @@ def _sigmoid(x):
     return np.where(np.asarray(x) >= 0, 1 / (1 + e), e / (1 + e))
 
 
-erf_p = Primitive("erf", _erf, doc="The error function (elementwise).")
-sigmoid_p = Primitive("sigmoid", _sigmoid, doc="The logistic function 1 / (1 + exp(-x)) (elementwise).")
-relu_p = Primitive("relu", lambda x: np.maximum(x, 0), doc="max(x, 0) (elementwise).")
+erf_p = Primitive("erf", _erf, elementwise=True, doc="The error function (elementwise).",
+                  samples=(Sample((IMAGES,), shapes=MATRIX),))
+sigmoid_p = Primitive("sigmoid", _sigmoid, elementwise=True,
+                      doc="The logistic function 1 / (1 + exp(-x)) (elementwise).",
+                      samples=(Sample((IMAGES,), shapes=MATRIX),))
+relu_p = Primitive("relu", lambda x: np.maximum(x, 0), elementwise=True, doc="max(x, 0) (elementwise).",
+                   samples=(Sample((In(IMAGES.shape, avoid=(0.0,)),), shapes=MATRIX),))
 
 scalar_rule(erf_p, lambda x, y: TWO_OVER_SQRT_PI * np.exp(-x * x))
 scalar_rule(sigmoid_p, lambda x, y: y - y * y)      # reuses the output: no exp in the pullback

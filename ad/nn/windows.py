@@ -25,6 +25,7 @@ import numpy as np
 
 from ..primitives import Primitive
 from ..rrule import linear_rule
+from ..samples import IMAGES, MATRIX, In, Sample
 from .geometry import out_shape
 
 PARAMS = ("kernel", "stride", "padding", "dilation", "groups")
@@ -86,10 +87,13 @@ def _col2im(cols, *, shape, kernel, stride, padding, dilation, groups):
     return batch_first(crop(padded, padding))
 
 
-im2col_p = Primitive("im2col", _im2col, params=PARAMS,
-                     doc="The windows of x (N, C, *S) as columns: (groups, C/groups*kernel, positions*N).")
-col2im_p = Primitive("col2im", _col2im, params=("shape",) + PARAMS,
-                     doc="The transpose of im2col: adds each window column back into an array of `shape`.")
+GEOMETRY = dict(kernel=(3, 2), stride=(2, 1), padding=((1, 1), (0, 1)), dilation=(1, 2), groups=3)
+im2col_p = Primitive("im2col", _im2col, params=PARAMS, linear_in=(0,),
+                     doc="The windows of x (N, C, *S) as columns: (groups, C/groups*kernel, positions*N).",
+                     samples=(Sample((IMAGES,), GEOMETRY, MATRIX),))
+col2im_p = Primitive("col2im", _col2im, params=("shape",) + PARAMS, linear_in=(0,),
+                     doc="The transpose of im2col: adds each window column back into an array of `shape`.",
+                     samples=(Sample((In((3, 6, 18)),), dict(shape=IMAGES.shape, **GEOMETRY), MATRIX),))
 
 linear_rule(im2col_p, lambda dy, x, **geometry: col2im_p.bind(dy, shape=x.shape, **geometry))
 linear_rule(col2im_p, lambda dy, cols, shape, **geometry: im2col_p.bind(dy, **geometry))

@@ -1,10 +1,9 @@
 """The ad.nn spec table: one line per function and keyword setting, with its PyTorch
-counterpart and the domain of each input. ``test_nn_rules.py`` runs every line through finite
+counterpart and its inputs in the vocabulary of ``ad.samples`` (kinks to avoid, values kept
+apart so that no max-pool window ties). ``test_nn_rules.py`` runs every line through finite
 differences, the three gradient forms, float32 and PyTorch (forward and gradient, float64).
-
-In(shape, lo, hi, avoid, distinct): a float input; values are drawn uniformly in [lo, hi] at
-least GAP away from the kinks in ``avoid``, or (``distinct``) pairwise GAP apart, so that no
-max-pool window ties and finite differences never straddle a kink.
+The ad.nn primitives themselves declare their samples in ad/nn (tests/test_rules.py and the
+library check run them).
 """
 from __future__ import annotations
 
@@ -16,17 +15,7 @@ import torch
 import torch.nn.functional as F
 
 import ad.nn as nn
-
-GAP = 0.05
-
-
-@dataclass(frozen=True)
-class In:
-    shape: tuple
-    lo: float = -2.0
-    hi: float = 2.0
-    avoid: tuple = ()
-    distinct: bool = False
+from ad.samples import GAP, In
 
 
 @dataclass(frozen=True)
@@ -44,27 +33,10 @@ class Case:
         return f"{self.of}[{self.setting}]"
 
 
-def draw(case: Case, rng: np.random.Generator, dtype=np.float64) -> list[np.ndarray]:
-    out = []
-    for a in case.args:
-        size = int(np.prod(a.shape))
-        if a.distinct:
-            x = (rng.permutation(size) - size / 2) * GAP + rng.uniform(0, GAP / 4, size)
-        else:
-            x = rng.uniform(a.lo, a.hi, size)
-            for _ in range(100):
-                near = np.zeros(size, bool)
-                for k in a.avoid:
-                    near |= np.abs(x - k) < GAP
-                if not near.any():
-                    break
-                x[near] = rng.uniform(a.lo, a.hi, int(near.sum()))
-        out.append(np.reshape(x, a.shape).astype(dtype))
-    return out
-
-
-def domains(case: Case):
-    return [(a.lo, a.hi) if not a.distinct else None for a in case.args]
+def distinct(shape) -> In:
+    """Values GAP apart (no window ties), in a range that holds them all."""
+    half = GAP * 0.6 * int(np.prod(shape))
+    return In(shape, -half, half, apart=True)
 
 
 def _t(x):
@@ -131,7 +103,7 @@ def pool(name, shape, *args, **kw):
     prim = {"max_pool": "max_pool", "mean_pool": "mean_pool"}.get(name)
     return Case(name, f"{nd}d {args} " + ",".join(f"{k}={v}" for k, v in kw.items()),
                 lambda x: getattr(nn, name)(x, *args, **kw), lambda t: torch_fn(t, *args, **kw),
-                (In(shape, distinct=True),), prims=(prim,) if prim else ())
+                (distinct(shape),), prims=(prim,) if prim else ())
 
 
 POOL = [
@@ -151,7 +123,7 @@ POOL = [
     pool("adaptive_mean_pool", (2, 3, 5, 7), (2, 3)),
     pool("adaptive_mean_pool", (1, 2, 5, 3, 4), (2, 2, 3)),
     Case("global_max_pool", "2d", nn.global_max_pool, lambda t: F.adaptive_max_pool2d(t, 1),
-         (In((2, 3, 4, 5), distinct=True),)),
+         (distinct((2, 3, 4, 5)),)),
     Case("global_mean_pool", "3d", nn.global_mean_pool, lambda t: F.adaptive_avg_pool3d(t, 1),
          (In((2, 3, 2, 3, 2)),)),
 ]
@@ -271,7 +243,8 @@ LABELS = np.array([2, 0, 3, 3, 1])
 ONEHOT = np.eye(4)[LABELS]
 SEQ_LABELS = np.array([[0, 2, 1], [3, 3, 0]])
 EPS64 = float(np.finfo(np.float64).eps)
-LOGITS, PROBS, TARGET = In((5, 4), -3.0, 3.0), In((5, 4), 0.05, 1.0), In((5, 4), 0.05, 0.95)
+LOGITS = In((5, 4), -3.0, 3.0)
+PROBS, TARGET = In((5, 4), 0.05, 1.0, domain=(0.0, None)), In((5, 4), 0.05, 0.95, domain=(0.0, 1.0))
 TL = torch.as_tensor(LABELS)
 
 
@@ -299,7 +272,7 @@ LOSSES = [
          lambda z: F.cross_entropy(z.permute(0, 2, 1), torch.as_tensor(SEQ_LABELS)), (In((2, 3, 4)),)),
     Case("nll", "onehot", lambda lp: nn.nll(lp, ONEHOT), lambda lp: F.nll_loss(lp, TL), (LOGITS,)),
     Case("binary_crossentropy", "", nn.binary_crossentropy, F.binary_cross_entropy,
-         (In((5, 4), 0.05, 0.95), TARGET)),
+         (TARGET, TARGET)),
     Case("logitbinarycrossentropy", "", nn.logitbinarycrossentropy, F.binary_cross_entropy_with_logits,
          (LOGITS, TARGET)),
     Case("kldivergence", "", nn.kldivergence,
@@ -312,29 +285,3 @@ CASES = CONV + POOL + SOFTMAX + ACTIVATIONS + LAYOUT + NORM + LOSSES
 ELSEWHERE = {"dropout": "test_nn_dropout.py", "one_hot": "test_nn_functions.py",
              "batch_norm_update": "test_nn_functions.py", "PRIMITIVES": "test_nn_rules.py (check_rule)"}
 
-
-# -- the primitives, each checked with ad.checks.check_rule at one call -------------------------
-
-def primitive_calls(rng: np.random.Generator) -> dict[str, tuple]:
-    """Primitive name -> (operands, params) of one representative call."""
-    x = rng.standard_normal((2, 3, 5, 4))
-    conv = dict(kernel=(3, 2), stride=(2, 1), padding=((1, 1), (0, 1)), dilation=(1, 2), groups=3)
-    pool = dict(window=(2, 2), stride=(1, 2), padding=((1, 0), (0, 0)), dilation=(1, 1))
-    pooled = nn.max_pool(x, (2, 2), stride=(1, 2), padding=((1, 0), (0, 0)))
-    return {
-        "im2col": ((x,), conv),
-        "col2im": ((rng.standard_normal((3, 6, 3 * 3 * 2)),), dict(shape=(2, 3, 5, 4), **conv)),
-        "max_pool": ((x,), pool),
-        "max_unpool": ((rng.standard_normal(pooled.shape), x, pooled), pool),
-        "max_select": ((rng.standard_normal(x.shape), x, pooled), pool),
-        "mean_pool": ((x,), pool),
-        "mean_unpool": ((rng.standard_normal(pooled.shape),), dict(shape=x.shape, **pool)),
-        "softmax": ((x,), dict(axis=(1, 3))),
-        "log_softmax": ((x,), dict(axis=(3,))),
-        "logsumexp": ((x,), dict(axis=(2,), keepdims=False)),
-        "relu": ((x + np.sign(x) * 0.1,), {}),
-        "sigmoid": ((x,), {}),
-        "erf": ((x,), {}),
-        "standardize": ((x,), dict(axes=(0, 2), eps=1e-3)),
-        "dropout_mask": ((np.int64(3),), dict(shape=(4, 5), p=0.5, dtype=np.dtype(np.float64))),
-    }

@@ -1,7 +1,7 @@
 """Every line of the ad.nn spec table (tests/nn/nn_specs.py): finite differences, the closure /
 lifted / compiled forms agreeing, no opaque fallback, float32 kept float32, PyTorch's forward
 values and gradients (float64), and the program checker (ad.checks.check). Every ad.nn
-primitive passes ad.checks.check_rule, second order included."""
+primitive passes ad.checks.check_rule at its declared samples, second order included."""
 import zlib
 
 import numpy as np
@@ -12,8 +12,9 @@ import ad
 import ad.nn as nn
 from ad.checks import check, check_rule
 from ad.checks.fd import dot_product_test
+from ad.samples import caller, draw, operands
 from ad.tape import validate
-from nn_specs import CASES, ELSEWHERE, domains, draw, primitive_calls
+from nn_specs import CASES, ELSEWHERE
 
 PARAMS = [pytest.param(c, id=c.id) for c in CASES]
 
@@ -35,7 +36,7 @@ def test_every_function_has_a_case():
 
 @pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in CASES if c.prims])
 def test_case_exercises_its_primitives(case):
-    xs = draw(case, _rng(case, "prims"))
+    xs = draw(case.args, _rng(case, "prims"))
     names = {e.prim.name for e in ad.trace(case.fn, *xs).eqns}
     assert set(case.prims) <= names, f"expected {case.prims} among {sorted(names)}"
 
@@ -43,9 +44,9 @@ def test_case_exercises_its_primitives(case):
 @pytest.mark.parametrize("case", PARAMS)
 def test_gradient_matches_finite_differences(case):
     rng = _rng(case, "fd")
-    xs = draw(case, rng)
+    xs = draw(case.args, rng)
     _, pullback = ad.vjp(case.fn, *xs)
-    for lhs, rhs, est in dot_product_test(case.fn, pullback, xs, rng=rng, domains=domains(case)):
+    for lhs, rhs, est in dot_product_test(case.fn, pullback, xs, rng=rng, domains=[a.domain for a in case.args]):
         assert est.converged, f"finite differences did not converge (error {est.error:.2e})"
         assert abs(lhs - rhs) <= 1e-6 * max(1.0, abs(lhs), abs(rhs)), (lhs, rhs)
 
@@ -55,7 +56,7 @@ def test_forms_agree_without_fallbacks(case):
     """closure, lifted (with and without passes) and compiled agree; the gradient tape lifts every
     rule (no opaque fallback) and passes validate()."""
     rng = _rng(case, "forms")
-    xs = draw(case, rng)
+    xs = draw(case.args, rng)
     loss = _weighted(case, rng.standard_normal(np.shape(case.fn(*xs))))
     argnums = tuple(range(len(xs)))
     gt = ad.grad_tape(loss, *xs, argnums=argnums)
@@ -74,7 +75,7 @@ def test_float32(case):
     """float32 in: every float in the gradient tape is float32, and the gradient is close to
     the float64 one."""
     rng = _rng(case, "f32")
-    xs64 = draw(case, rng)
+    xs64 = draw(case.args, rng)
     xs32 = [x.astype(np.float32) for x in xs64]
     w = rng.standard_normal(np.shape(case.fn(*xs64)))
     argnums = tuple(range(len(xs64)))
@@ -93,7 +94,7 @@ def test_float32(case):
 def test_matches_pytorch(case):
     """Forward values and gradients equal PyTorch's CPU implementation (float64)."""
     rng = _rng(case, "torch")
-    xs = draw(case, rng)
+    xs = draw(case.args, rng)
     y = case.fn(*xs)
     tensors = [torch.tensor(x, requires_grad=True) for x in xs]
     ty = case.ref(*tensors)
@@ -112,20 +113,14 @@ def test_passes_the_program_checker(case):
     """ad.checks.check on the composition: every recorded equation's rule at its recorded
     values, closure versus lifted, linearity, dtype flow, NaN, residual mutation."""
     rng = _rng(case, "check")
-    xs = draw(case, rng)
+    xs = draw(case.args, rng)
     report = check(_weighted(case, rng.standard_normal(np.shape(case.fn(*xs)))), *xs)
     assert report.ok, str(report)
 
 
-def test_every_primitive_has_a_check_case():
-    calls = primitive_calls(np.random.default_rng(0))
-    assert sorted(calls) == sorted(p.name for p in nn.PRIMITIVES)
-
-
-@pytest.mark.parametrize("prim", [pytest.param(p, id=p.name) for p in nn.PRIMITIVES])
-def test_primitive_passes_the_rule_checker(prim):
+@pytest.mark.parametrize("prim,sample", [pytest.param(p, s, id=p.name) for p in nn.PRIMITIVES for s in p.samples])
+def test_primitive_passes_the_rule_checker(prim, sample):
     """ad.checks.check_rule, all checks including second order (the rules of a primitive's
     pullback are exercised too)."""
-    operands, params = primitive_calls(np.random.default_rng(1))[prim.name]
-    report = check_rule(prim, *operands, kwargs=params, second_order=True)
+    report = check_rule(caller(prim, sample), *operands(sample, np.random.default_rng(1)), second_order=True)
     assert report.ok, str(report)

@@ -1,5 +1,5 @@
 """Shared cases for the serialization tests: the MLP, random programs (hypothesis), a rule that
-cannot be lifted, extra spec lines, an exact tape comparison and an onnxruntime runner."""
+cannot be lifted, ad.nn compositions, an exact tape comparison and an onnxruntime runner."""
 from __future__ import annotations
 
 import contextlib
@@ -10,8 +10,10 @@ from hypothesis import strategies as st
 import ad
 from ad import nn
 from ad.primitives import BY_FUNCTION, REGISTRY
+from ad.samples import F, In
 from ad.tape import Lit, Var
-from specs import ONE, Arg, Spec
+from cases import Case
+from specs import spec
 
 # -- the MLP: batch 16, 8-16-4, tanh, softmax cross-entropy -------------------------------------
 
@@ -124,32 +126,20 @@ def closure_only_rule():
         BY_FUNCTION.pop(doubled.__wrapped__, None)
 
 
-# -- specs the library's table cannot show -------------------------------------------------------
+# -- ad.nn functions, whose primitives the rule cases bind directly ---------------------------
 
-def extra_specs() -> list:
-    """astype to a dtype ONNX has (the library's spec casts to float128), and the ad.nn
-    primitives."""
-    img = Arg((2, 3, 5, 5))
-    return [
-        Spec("astype", lambda x: x.astype(np.float32).astype(np.float64) * 2, (Arg(),), ONE),
-        Spec("softmax", lambda x: nn.softmax(x), (Arg(),), ONE),
-        Spec("log_softmax", lambda x: nn.log_softmax(x, axis=0), (Arg(),), ONE),
-        Spec("logsumexp", lambda x: nn.logsumexp(x, axis=1), (Arg(),), ONE),
-        Spec("sigmoid", lambda x: nn.sigmoid(x), (Arg(),), ONE),
-        Spec("erf", lambda x: nn.erf(x), (Arg(),), ONE),
-        Spec("relu", lambda x: nn.relu(x), (Arg(),), ONE),
-        Spec("standardize", lambda x: nn.layer_norm(nn.batch_norm(x), axis=(1, 2)), (img,), ONE),
-        Spec("im2col", lambda x, w: nn.conv(x, w, stride=2, padding=1), (img, Arg((4, 3, 3, 3))), ONE),
-        Spec("col2im", lambda x: nn.conv_transpose(x, np.ones((3, 2, 2, 2)), stride=2), (img,), ONE),
-        Spec("max_pool", lambda x: nn.max_pool(x, 2, stride=1, padding=1), (img,), ONE),
-        Spec("max_unpool", lambda x: nn.max_pool(x, 2), (img,), ONE),        # in the gradient
-        Spec("mean_pool", lambda x: nn.mean_pool(x, (2, 3), padding=1), (img,), ONE),
-        Spec("mean_unpool", lambda x: nn.mean_pool(x, 2), (img,), ONE),
-        Spec("max_select", lambda x: ad.grad(lambda z: np.sum(nn.max_pool(z, 2) ** 2))(x), (img,), ONE),
-    ]
-
-
-EXTRA = extra_specs()
+IMAGES = In((2, 3, 5, 5))
+EXTRA = [Case(name, s.call, s) for name, s in {
+    "nn.softmax": spec(lambda x: nn.softmax(x), F),
+    "nn.log_softmax": spec(lambda x: nn.log_softmax(x, axis=0), F),
+    "nn.logsumexp": spec(lambda x: nn.logsumexp(x, axis=1), F),
+    "nn.layer_norm of nn.batch_norm": spec(lambda x: nn.layer_norm(nn.batch_norm(x), axis=(1, 2)), IMAGES),
+    "nn.conv": spec(lambda x, w: nn.conv(x, w, stride=2, padding=1), IMAGES, In((4, 3, 3, 3))),
+    "nn.conv_transpose": spec(lambda x: nn.conv_transpose(x, np.ones((3, 2, 2, 2)), stride=2), IMAGES),
+    "nn.max_pool": spec(lambda x: nn.max_pool(x, 2, stride=1, padding=1), IMAGES),
+    "nn.mean_pool": spec(lambda x: nn.mean_pool(x, (2, 3), padding=1), IMAGES),
+    "nn.max_pool gradient": spec(lambda x: ad.grad(lambda z: np.sum(nn.max_pool(z, 2) ** 2))(x), IMAGES),
+}.items()]
 
 
 # -- comparing tapes ------------------------------------------------------------------------------
