@@ -210,9 +210,11 @@ class Tracer(Traced):
 
     def __array__(self, dtype=None, copy=None):
         value = np.array(self.value, dtype=dtype, copy=True)
-        return self._concretize(value, "converting it to a plain numpy array (np.array/np.asarray "
-                                "without like=, writing it into a plain ndarray, or a function "
-                                "that coerces its argument)", keeps_gradient=not self.aval.is_float)
+        return self._concretize(value, "converting it to a plain numpy array (numpy does this "
+                                "to tracers inside a Python list, which its dispatch protocols "
+                                "cannot see: np.array([...]), np.r_[...], np.sum([a, b]); also "
+                                "writing into a plain ndarray, and functions that coerce)",
+                                keeps_gradient=not self.aval.is_float)
 
     def __bool__(self):
         truth = bool(self.value)          # numpy's error for arrays of more than one element
@@ -332,7 +334,8 @@ def _method(func):
 for _func in (np.sum, np.mean, np.prod, np.max, np.min, np.std, np.var, np.argmax, np.argmin,
               np.any, np.all, np.cumsum, np.cumprod, np.clip, np.dot, np.squeeze, np.ravel,
               np.swapaxes, np.repeat, np.take, np.round, np.diagonal, np.trace, np.conj,
-              np.nonzero, np.sort, np.argsort, np.ptp):
+              np.nonzero, np.sort, np.argsort, np.ptp, np.argpartition, np.choose, np.compress,
+              np.searchsorted, np.put):
     setattr(Tracer, _func.__name__, _method(_func))
 Tracer.conj = Tracer.conjugate
 
@@ -354,3 +357,41 @@ Tracer.transpose = _transpose
 Tracer.astype = _astype
 Tracer.flatten = lambda self, order="C": np.copy(np.ravel(self, order=order))
 Tracer.copy = lambda self, order="C": np.copy(self)
+Tracer.flat = property(lambda self: np.ravel(self))
+Tracer.itemsize = property(lambda self: self.dtype.itemsize)
+Tracer.nbytes = property(lambda self: self.size * self.dtype.itemsize)
+Tracer.device = "cpu"
+
+
+def _fill(self, value):
+    """In place, like ndarray.fill: recorded as a write of the whole array."""
+    self[...] = value
+
+
+def _partition(self, kth, axis=-1, kind="introselect", order=None):
+    """In place, like ndarray.partition."""
+    self._assign(np.partition(self, kth, axis=axis))
+
+
+Tracer.fill = _fill
+Tracer.partition = _partition
+
+# ndarray attributes a traced value cannot have, and why (anything else missing is unknown)
+_NO_BUFFER = ("a traced value is not a block of memory; for a cast use x.astype(dtype)",
+              "base", "ctypes", "data", "flags", "strides", "byteswap", "getfield", "setfield",
+              "setflags", "tobytes", "tofile", "dump", "dumps", "view", "to_device")
+_NO_RESIZE = ("a traced value cannot change its size in place; use np.resize(a, shape) or "
+              "np.pad", "resize")
+_REFUSED = {name: reason for reason, *names in (_NO_BUFFER, _NO_RESIZE) for name in names}
+
+
+def _missing(self, name):
+    if name in _REFUSED:
+        raise AttributeError(f"ndarray.{name} is not supported on traced values "
+                             f"({self.variable!r}:{self.variable.aval}): {_REFUSED[name]}")
+    raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r} (traced "
+                         f"values support the ndarray methods that numpy functions mirror: "
+                         f"call np.{name}(x, ...) if numpy has it)")
+
+
+Tracer.__getattr__ = _missing

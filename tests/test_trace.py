@@ -137,7 +137,7 @@ def test_writing_into_plain_ndarray_is_loud():
         buf = np.zeros((2, 2))
         buf[0] = x  # mark
         return buf
-    _raises(ad.ConcretizationError, f, np.ones(2), match="writing it into a plain ndarray", marker="# mark")
+    _raises(ad.ConcretizationError, f, np.ones(2), match="writing into a plain ndarray", marker="# mark")
 
     def f0(x):
         buf = np.zeros(2)
@@ -194,3 +194,17 @@ def test_escaped_tracer_is_loud():
     ad.trace(f, np.ones(2))
     with pytest.raises(ad.TraceError, match="after its trace ended"):
         np.sin(leaked[0])
+
+
+def test_ndarray_methods_work_or_name_the_method_and_the_fix():
+    def f(x):
+        y = np.zeros(3, like=x)
+        y.fill(2.0)                       # in place, like ndarray.fill
+        z = x.copy()
+        z.partition(1)
+        return np.sum(x * y) + np.sum(z) + x.nbytes + np.sum(x.compress([True, False, True]))
+    np.testing.assert_allclose(ad.grad(f)(np.array([3.0, 1.0, 2.0])), [4.0, 3.0, 4.0])
+    with pytest.raises(AttributeError, match=r"ndarray.view is not supported.*astype"):
+        ad.trace(lambda x: x.view(np.int64), np.ones(2))
+    with pytest.raises(AttributeError, match=r"np.frobnicate"):
+        ad.trace(lambda x: x.frobnicate(), np.ones(2))
