@@ -334,7 +334,7 @@ def _method(func):
 for _func in (np.sum, np.mean, np.prod, np.max, np.min, np.std, np.var, np.argmax, np.argmin,
               np.any, np.all, np.cumsum, np.cumprod, np.clip, np.dot, np.squeeze, np.ravel,
               np.swapaxes, np.repeat, np.take, np.round, np.diagonal, np.trace, np.conj,
-              np.nonzero, np.sort, np.argsort, np.ptp, np.argpartition, np.choose, np.compress,
+              np.nonzero, np.sort, np.argsort, np.ptp, np.argpartition, np.choose,
               np.searchsorted, np.put):
     setattr(Tracer, _func.__name__, _method(_func))
 Tracer.conj = Tracer.conjugate
@@ -373,6 +373,7 @@ def _partition(self, kth, axis=-1, kind="introselect", order=None):
     self._assign(np.partition(self, kth, axis=axis))
 
 
+Tracer.compress = lambda self, condition, axis=None: np.compress(condition, self, axis=axis)
 Tracer.fill = _fill
 Tracer.partition = _partition
 
