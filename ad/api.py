@@ -7,9 +7,10 @@ import numpy as np
 
 from . import pytree
 from .backward import GradTape, build, partition
+from .cache import TapeCache
 from .closure import eval_closure
 from .codegen import compile_tape
-from .errors import NonDifferentiableError
+from .errors import NonDifferentiableError, unwrapping_numpy
 from .passes import optimize as run_passes
 from .tape import Lit, Tape, eval_tape, gc_paused
 from .tracer import Recorder, Tracer
@@ -34,7 +35,8 @@ def _concrete(x):
 @gc_paused
 def trace(f, *args) -> Tape:
     """Record ``f(*args)`` (plain numpy code) into a tape. Arrays, floats and numpy scalars in
-    the (pytree) arguments are traced; Python ints, bools, None and strings are static.
+    the (pytree) arguments are traced; Python ints, bools, None and strings are static. Branches
+    on traced values are recorded as guards (see ``ad.tracer``).
 
     >>> tape = ad.trace(lambda x: np.sin(x) * 2.0, np.ones(3))
     >>> print(tape)
@@ -43,20 +45,33 @@ def trace(f, *args) -> Tape:
         %2:f64[3] = multiply %1 2.0
       in (%2) }
     """
+    return _trace(f, args, None)
+
+
+def _trace(f, args, argnums) -> Tape:
+    """``trace``, with the float inputs of ``argnums`` (all, for None) marked as differentiated:
+    converting them to plain values would lose their gradient, so the tracer refuses it."""
     in_tree, leaves = pytree.InTree.build(args, _arg_names(f, len(args)))
+    differentiated = None if argnums is None else set(_leaves_of(in_tree, argnums, len(args)))
     with Recorder() as rec:
         leaves = [rec.new_tracer(_concrete(x)) if t else x for x, t in zip(leaves, in_tree.traced)]
         inputs = tuple(x.variable for x, t in zip(leaves, in_tree.traced) if t)
-        out = f(*pytree.unflatten(in_tree.structure, leaves))
+        rec.differentiated.update(
+            x.variable for i, (x, t) in enumerate(zip(leaves, in_tree.traced))
+            if t and x.aval.is_float and (differentiated is None or i in differentiated))
+        with unwrapping_numpy():
+            out = f(*pytree.unflatten(in_tree.structure, leaves))
         out_leaves, out_tree = pytree.flatten(out)
         outputs = tuple(_output(rec, x) for x in out_leaves)
-    return Tape(inputs, tuple(rec.eqns), outputs, in_tree, out_tree, in_tree.traced_paths)
+    captured = tuple(v for v, _ in rec.captures)
+    return Tape(inputs + captured, tuple(rec.eqns), outputs, in_tree, out_tree,
+                in_tree.traced_paths + tuple(f"captured {t.variable!r}" for _, t in rec.captures),
+                captures=tuple(t for _, t in rec.captures))
 
 
 def _output(rec: Recorder, x):
     if isinstance(x, Tracer):
-        rec.operand(x)          # checks it belongs to this trace and is not a stale view
-        return x.variable
+        return rec.operand(x)[0]    # checks it is not a stale view; captures outer values
     return Lit.of(x if isinstance(x, (float, int, complex, bool)) else np.asarray(x))
 
 
@@ -68,28 +83,34 @@ def _argnums_tuple(argnums, nargs: int) -> tuple[int, ...]:
     return tuple(k % nargs for k in nums)
 
 
+def _leaves_of(in_tree, argnums, nargs: int) -> list[int]:
+    """The indices of the leaves of the arguments ``argnums``, in order."""
+    children = in_tree.structure[1]
+    offsets, n = [], 0
+    for c in children:
+        offsets.append(n)
+        n += len(pytree.leaf_paths(c))
+    return [leaf for k in _argnums_tuple(argnums, nargs)
+            for leaf in range(offsets[k], offsets[k] + len(pytree.leaf_paths(children[k])))]
+
+
 def _wrt(tape: Tape, argnums, nargs: int):
     """(indices of the traced inputs to differentiate, gradient structure, gradient slots)."""
     in_tree = tape.in_tree
     children = in_tree.structure[1]
     nums = _argnums_tuple(argnums, nargs)
-    offsets, n = [], 0
-    for c in children:
-        offsets.append(n)
-        n += len(pytree.leaf_paths(c))
     traced_index = {}
     for leaf, t in enumerate(in_tree.traced):
         if t:
             traced_index[leaf] = len(traced_index)
     wrt, slots = [], []
-    for k in nums:
-        for leaf in range(offsets[k], offsets[k] + len(pytree.leaf_paths(children[k]))):
-            i = traced_index.get(leaf)
-            if i is not None and tape.inputs[i].aval.is_float:
-                slots.append(len(wrt))
-                wrt.append(i)
-            else:
-                slots.append(-1)
+    for leaf in _leaves_of(in_tree, argnums, nargs):
+        i = traced_index.get(leaf)
+        if i is not None and tape.inputs[i].aval.is_float:
+            slots.append(len(wrt))
+            wrt.append(i)
+        else:
+            slots.append(-1)
     grad_tree = children[nums[0]] if isinstance(argnums, int) else ("tuple", tuple(children[k] for k in nums))
     return wrt, grad_tree, slots
 
@@ -114,89 +135,99 @@ def grad_tape(f, *args, argnums=0) -> GradTape:
     array([[2., 2., 2.],
            [2., 2., 2.]])
     """
-    concrete = [pytree.unflatten(s, [_concrete(x) for x in pytree.flatten(a)[0]])
-                for a, s in ((a, pytree.flatten(a)[1]) for a in args)]
-    primal = trace(f, *concrete)
+    concrete = tuple(pytree.unflatten(s, [_concrete(x) for x in pytree.flatten(a)[0]])
+                     for a, s in ((a, pytree.flatten(a)[1]) for a in args))
+    primal = _trace(f, concrete, argnums)
     wrt, grad_tree, slots = _wrt(primal, argnums, len(args))
-    values = primal.in_tree.select_traced(pytree.flatten(tuple(concrete))[0])
-    return build(primal, [np.asarray(v) if not isinstance(v, np.generic) else v for v in values],
-                 wrt, grad_tree=grad_tree, grad_slots=slots)
+    return build(primal, _values(primal, concrete), wrt, grad_tree=grad_tree, grad_slots=slots)
 
 
-def _leaf_signature(x):
-    if isinstance(x, np.ndarray):
-        return (x.shape, x.dtype)
-    if pytree.is_traceable_leaf(x):
-        return (np.shape(x), np.result_type(_concrete(x)))
-    return (type(x), x)
+def _values(primal: Tape, args) -> list:
+    """The concrete values of a tape's inputs (the arguments', then the captured ones')."""
+    values = primal.flatten_args(args)
+    return [np.asarray(v) if not isinstance(v, np.generic) else v for v in map(_concrete, values)]
 
 
 def _has_tracer(leaves) -> bool:
     return any(isinstance(x, Tracer) for x in leaves)
 
 
-def value_and_grad(f, argnums=0, *, form: str = "lifted", optimize: bool = True):
+def value_and_grad(f, argnums=0, *, form: str = "lifted", optimize: bool = True,
+                   max_traces: int = 8):
     """``value_and_grad(f)(*args) -> (f(*args), gradient)``; see ``grad``.
+
+    Tapes are cached per argument signature and, within one, per outcome of the guards the trace
+    recorded (the branches it took): a call that breaks every cached tape's guards re-traces, so
+    every call gets the eager answer. ``max_traces`` bounds the tapes kept per signature; past it
+    the oldest is dropped (a function whose guards change on every call still works, and
+    ``cache_info()`` says how often it re-traced and why).
 
     >>> ad.value_and_grad(lambda x, y: x * y, argnums=(0, 1))(2.0, 3.0)
     (np.float64(6.0), (3.0, 2.0))
     """
     if form not in FORMS:
         raise ValueError(f"form={form!r}; choose one of {FORMS}")
-    cache: dict = {}
+    cache = TapeCache(max_traces)
 
-    def value_and_grad_f(*args):
-        leaves, structure = pytree.flatten(args)
-        key = (structure,) + tuple(_leaf_signature(x) for x in leaves)
+    def new_tape(args):
         if form == "closure":
-            primal = cache.get(key) or cache.setdefault(key, trace(f, *args))
-            return _closure(primal, args, argnums)
-        entry = cache.get(key)
-        if entry is None:
-            gt = grad_tape(f, *args, argnums=argnums)
-            if optimize:
-                gt = run_passes(gt)
-            entry = cache[key] = [gt, None]
-        gt = entry[0]
-        traced = _has_tracer(leaves)
+            return _trace(f, args, argnums)
+        gt = grad_tape(f, *args, argnums=argnums)
+        return run_passes(gt) if optimize else gt
+
+    def run(entry, args, leaves):
+        tape = entry.tape
+        if form == "closure":
+            return _closure(tape, args, argnums)
+        traced = _has_tracer(leaves) or bool(tape.captures)
         if form == "compiled" and not traced:
-            if entry[1] is None:
-                entry[1] = compile_tape(gt)
-            return entry[1].call_flat(gt.in_tree.select_traced(leaves))
-        if gt.fallbacks and traced:
+            if entry.compiled is None:
+                entry.compiled = compile_tape(tape)
+            return entry.compiled.call_flat(tape.in_tree.select_traced(leaves))
+        if tape.fallbacks and traced:
             raise NonDifferentiableError(
                 "cannot differentiate through a gradient whose rules fell back to closures: "
-                + "; ".join(map(str, gt.fallbacks)))
-        return gt(*args)
+                + "; ".join(map(str, tape.fallbacks)))
+        return tape(*args)
+
+    def value_and_grad_f(*args):
+        return cache.call(args, new_tape, run)
     value_and_grad_f.cache = cache
+    value_and_grad_f.cache_info = cache.info
     return value_and_grad_f
 
 
-def grad(f, argnums=0, *, form: str = "lifted", optimize: bool = True):
+def grad(f, argnums=0, *, form: str = "lifted", optimize: bool = True, max_traces: int = 8):
     """The gradient of a scalar function, shaped like the differentiated argument(s).
 
     form: "lifted" (default) runs the lifted backward tape; "closure" calls the rules' pullback
     closures in reverse; "compiled" runs generated numpy source. All three agree. Tapes are
-    cached per argument signature, so repeated calls do not retrace.
+    cached per argument signature (and branch taken: see ``value_and_grad``), so repeated calls
+    do not retrace; ``grad(f).cache_info()`` counts traces, hits and guard failures. Any output
+    of size 1 is accepted (``f64[]``, ``f64[1]``, ``f64[1,1]``).
 
     >>> ad.grad(lambda x: np.sum(np.sin(x)))(np.zeros(3))
     array([1., 1., 1.])
     """
-    vg = value_and_grad(f, argnums, form=form, optimize=optimize)
+    vg = value_and_grad(f, argnums, form=form, optimize=optimize, max_traces=max_traces)
 
     def grad_f(*args):
         return vg(*args)[1]
     grad_f.cache = vg.cache
+    grad_f.cache_info = vg.cache_info
     return grad_f
 
 
 def _closure(primal: Tape, args, argnums):
     """Closure form: the traced program's rules run eagerly and their pullbacks are called."""
     wrt, grad_tree, slots = _wrt(primal, argnums, len(args))
-    flat = primal.in_tree.select_traced(pytree.flatten(args)[0])
-    if len(primal.outputs) != 1 or primal.outputs[0].aval.shape != ():
-        raise NonDifferentiableError("grad needs a function returning one float scalar; use ad.vjp")
-    outs, grads = eval_closure(primal, flat, wrt, [np.ones((), primal.outputs[0].aval.dtype)])
+    flat = primal.flatten_args(args)
+    out = primal.outputs[0] if len(primal.outputs) == 1 else None
+    if out is None or out.aval.size != 1 or not out.aval.is_float:
+        raise NonDifferentiableError(
+            f"grad needs a function returning one float value (any shape of size 1); this one "
+            f"returns {[str(v.aval) for v in primal.outputs]}. Use ad.vjp(f, *args) for other outputs.")
+    outs, grads = eval_closure(primal, flat, wrt, [np.ones(out.aval.shape, out.aval.dtype)])
     leaves = [None if s < 0 else grads[s] for s in slots]
     return pytree.unflatten(primal.out_tree, outs), pytree.unflatten(grad_tree, leaves)
 
@@ -209,13 +240,12 @@ def vjp(f, *args):
     >>> pullback(np.ones(3))
     (array([2., 2., 2.]),)
     """
-    primal = trace(f, *args)
     nargs = len(args)
+    primal = _trace(f, args, tuple(range(nargs)))
     wrt, grad_tree, slots = _wrt(primal, tuple(range(nargs)), nargs)
-    values = primal.in_tree.select_traced(pytree.flatten(args)[0])
-    gt = build(primal, values, wrt, seed="input", grad_tree=grad_tree, grad_slots=slots)
+    gt = build(primal, _values(primal, args), wrt, seed="input", grad_tree=grad_tree, grad_slots=slots)
     fwd, bwd = partition(gt)
-    out = eval_tape(fwd, values)
+    out = eval_tape(fwd, primal.flatten_args(args))      # tracers of an enclosing trace, if any
     n = gt.n_values
     residual_values = out[n:]
     y = pytree.unflatten(primal.out_tree, out[:n])

@@ -254,16 +254,16 @@ def build(primal: Tape, values: list, wrt: list[int], *, seed: str = "ones",
     ct: dict = {}
     seeds = []
     if seed == "ones":
-        if len(value_outs) != 1 or value_outs[0].aval.shape != () or not value_outs[0].aval.is_float:
+        if len(value_outs) != 1 or value_outs[0].aval.size != 1 or not value_outs[0].aval.is_float:
             raise NonDifferentiableError(
-                f"grad needs a function returning one float scalar; this one returns "
-                f"{[str(v.aval) for v in value_outs]}. Use ad.vjp(f, *args) for other outputs.",
+                f"grad needs a function returning one float value (any shape of size 1); this one "
+                f"returns {[str(v.aval) for v in value_outs]}. Use ad.vjp(f, *args) for other outputs.",
                 location=primal.eqns[-1].source if primal.eqns else None)
         out = value_outs[0]
         if reached[0]:
             s = b.new(out.aval)
-            b.emit(full_p, (), freeze_params({"shape": (), "dtype": out.aval.dtype, "fill_value": 1}),
-                   (s,), None, Origin("seed", of=out))
+            b.emit(full_p, (), freeze_params({"shape": out.aval.shape, "dtype": out.aval.dtype,
+                                              "fill_value": 1}), (s,), None, Origin("seed", of=out))
             ct[out] = s
     else:
         for out, live in zip(value_outs, reached):
@@ -305,7 +305,7 @@ def build(primal: Tape, values: list, wrt: list[int], *, seed: str = "ones",
                         f"ct{i}" for i in range(len(seeds))),
                     n_forward=n_forward, n_values=len(value_outs), n_seeds=len(seeds),
                     grad_tree=grad_tree, grad_slots=tuple(grad_slots),
-                    fallbacks=tuple(fallbacks), wrt=tuple(grad_inputs),
+                    fallbacks=tuple(fallbacks), wrt=tuple(grad_inputs), captures=primal.captures,
                     meta={"primal_map": env, "cotangents": ct})
 
 

@@ -10,6 +10,7 @@ import numpy as np
 from .core_prims import project
 from .tangents import NoTangent, ZeroTangent
 from .tape import Tape, Var, active_vars, eval_eqns
+from .trace_state import Traced
 
 
 def eval_closure(primal: Tape, args, wrt: list[int], seeds: list, observe=None) -> tuple[list, list]:
@@ -62,7 +63,11 @@ def eval_closure(primal: Tape, args, wrt: list[int], seeds: list, observe=None) 
     for i in wrt:
         v = primal.inputs[i]
         g = ct.get(v)
-        grads.append(np.zeros(v.aval.shape, v.aval.dtype) if g is None else np.asarray(g, v.aval.dtype))
+        if g is None:
+            g = np.zeros(v.aval.shape, v.aval.dtype)
+        elif not isinstance(g, Traced):     # tracers: the closure form runs inside a trace
+            g = np.asarray(g, v.aval.dtype)
+        grads.append(g)
     return outs, grads
 
 

@@ -11,7 +11,8 @@ import numpy as np
 
 from . import pytree
 from .backward import GradTape
-from .tape import Tape, Var, gc_paused
+from .core_prims import check_guard
+from .tape import Tape, Var, format_eqn, gc_paused
 
 
 class _Namespace:
@@ -84,6 +85,12 @@ def eqn_source(e, ns: _Namespace) -> str:
     return f"{fn}({', '.join(args)}{kw})"
 
 
+def _guard_source(e, ns: _Namespace) -> str:
+    """A guard checks, and names itself and the user's line when the check fails."""
+    args = ", ".join(_operand_src(x, ns) for x in e.inputs)
+    return f"{ns.bind(check_guard, 'check_guard', numbered=False)}({args}, {format_eqn(e)!r}, {e.source!r})"
+
+
 @gc_paused
 def generate(tape: Tape, name: str = "f") -> tuple[str, dict]:
     """(source, globals) of a Python function computing the tape."""
@@ -97,7 +104,8 @@ def generate(tape: Tape, name: str = "f") -> tuple[str, dict]:
         if i == n_forward and isinstance(tape, GradTape):
             lines.append("    # backward")
         lhs = ", ".join(f"v{v.n}" for v in e.outputs) + ("," if len(e.outputs) == 1 and e.prim.multiple_results else "")
-        line = f"    {lhs} = {eqn_source(e, ns)}"
+        rhs = eqn_source(e, ns) if e.prim.kind != "guard" else _guard_source(e, ns)
+        line = f"    {lhs} = {rhs}"
         if e.origin.kind != "primal":
             line += f"  # {e.origin.describe()}"
         lines.append(line)

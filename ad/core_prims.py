@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from .errors import GuardError
 from .primitives import Primitive
+from .rrule import linear_rule, non_differentiable, rrule, scalar_rule
 from .samples import ARRAYS, BINARY, F32, F64, M34, MATRIX, F, In, Sample, Y, index
-from .rrule import linear_rule, rrule, scalar_rule
 from .tangents import NoTangent, ZeroTangent, unthunk
 from .trace_state import Traced
 
@@ -220,6 +221,31 @@ def _setitem_rule(x, value, *arrays, index):
 def _index_add_rule(x, value, *arrays, index):
     y = index_add_p.bind(x, value, *arrays, index=index)
     return y, lambda dy: (dy, getitem_p.bind(dy, *arrays, index=index)) + (NoTangent(),) * len(arrays)
+
+
+# -- guards -------------------------------------------------------------------------------------
+
+def _guard(x, expected):
+    same = x == expected if np.ndim(x) == 0 else np.array_equal(x, expected)
+    if not same:
+        raise GuardError(expected, np.asarray(x))
+    return np.True_
+
+
+def check_guard(x, expected, guard: str, source: str | None):
+    """A guard in generated code: the check, and the error naming the guard and its line."""
+    try:
+        return _guard(x, expected)
+    except GuardError as exc:
+        raise exc.at(guard, source) from None
+
+
+guard_p = Primitive("guard", _guard, kind="guard",
+                    doc="Checks an assumption the trace made (x == expected): a branch taken on a "
+                        "traced value, an integer it used; raises GuardError when a run breaks it.",
+                    samples=(Sample((In(kind="bool", value=True), In(kind="literal", value=True)),
+                                    shapes=("scalar",), dtypes=(F64,)),))
+non_differentiable(guard_p)
 
 
 # -- project ------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ and numpy.
 """
 from __future__ import annotations
 
+import contextlib
 import linecache
 import os
 import sys
@@ -61,12 +62,25 @@ class TraceError(Exception):
         super().__init__(_with_location(message, self.location))
 
 
-class ConcretizationError(TraceError, TypeError):
-    """A traced value was asked for a concrete Python or numpy value (float(), bool(), asarray).
+class ConcretizationError(TraceError, ValueError):
+    """A traced value was asked for a concrete value that would lose its gradient (``float()``,
+    ``.item()``, ``np.asarray`` of a differentiated value) or that it does not have yet (a
+    pullback's cotangent while its rule is lifted).
 
-    Writing a 0-d tracer into a plain ndarray (``a[i] = t``) reaches the user as numpy's
-    "setting an array element with a sequence" ValueError, raised *from* this error (numpy
-    catches the conversion error and tries the sequence protocol); the traceback shows both."""
+    A ValueError, not a TypeError: numpy swallows TypeErrors raised while it converts an element
+    (``buf[0] = t``); see also ``unwrapping_numpy``."""
+
+
+@contextlib.contextmanager
+def unwrapping_numpy():
+    """numpy replaces an error raised while it converts an element (``buf[0] = t``) by its own
+    "setting an array element with a sequence", raised *from* ours: give the user ours."""
+    try:
+        yield
+    except ValueError as exc:
+        if isinstance(exc.__cause__, TraceError):
+            raise exc.__cause__ from None
+        raise
 
 
 class UnsupportedFunctionError(TraceError, NotImplementedError):
@@ -79,3 +93,31 @@ class MutationError(TraceError, ValueError):
 
 class NonDifferentiableError(TraceError, TypeError):
     """A gradient was asked of something that has none (non-scalar output for grad, opaque tape)."""
+
+
+class GuardError(ValueError):
+    """A tape was run on inputs that break an assumption its trace made (a branch taken, an
+    integer value): re-trace the function for these inputs (``ad.grad`` does it by itself).
+
+    ``guard`` names the guard equation, ``source`` the user's line that made the assumption,
+    ``expected`` and ``got`` the two values."""
+
+    def __init__(self, expected, got, guard: str = "guard", source: str | None = None):
+        self.expected, self.got, self.guard, self.source = expected, got, guard, source
+        super().__init__(self._message())
+
+    def _message(self) -> str:
+        return _with_location(
+            f"{self.guard} failed: the trace assumed {_short(self.expected)}, this call gives "
+            f"{_short(self.got)}. The tape holds the branch the trace took; trace the function "
+            "again for these inputs (ad.grad, ad.value_and_grad and ad.vjp re-trace by themselves)",
+            self.source)
+
+    def at(self, guard: str, source: str | None) -> "GuardError":
+        """The same failure, naming the guard equation and where it came from."""
+        return GuardError(self.expected, self.got, guard, source)
+
+
+def _short(value) -> str:
+    text = repr(value.tolist() if hasattr(value, "tolist") else value)
+    return text if len(text) <= 80 else text[:77] + "..."

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import TraceError
+from .errors import TraceError, unwrapping_numpy
 from .core_prims import project
 from .primitives import Primitive
 from .tangents import NoTangent, ZeroTangent, unthunk
@@ -100,10 +100,14 @@ def lift(prim: Primitive, params: tuple, values: list, needs_grad: tuple[bool, .
         return hit
     try:
         lifted = _trace_rule(prim, rule, params, values, needs_grad, source)
-    except (TraceError, TypeError, ValueError, NotImplementedError, AttributeError, IndexError) as exc:
+    except TraceError as exc:           # an escape: the rule is not numpy code with rules
         lifted = _opaque(prim, params, avals, values, needs_grad, _reason(exc))
-    if key is not None:
-        _CACHE[key] = lifted
+    except Exception as exc:            # a bug in the rule: it must surface
+        exc.add_note(f"in the rule of {prim.name} ({getattr(rule, '__qualname__', rule)}), while "
+                     f"lifting it at {source or 'an unknown line'}")
+        raise
+    if key is not None and not any(e.prim.kind == "guard" for e in lifted.fwd + lifted.bwd):
+        _CACHE[key] = lifted            # a rule that branched on values holds for those alone
     return lifted
 
 
@@ -124,10 +128,13 @@ def _trace_rule(prim, rule, params, values, needs_grad, source) -> LiftedRule:
     with Recorder() as rec:
         rec.source = source
         args = [v if is_weak(v) else rec.new_tracer(v) for v in values]
+        rec.differentiated.update(a.variable for a, n in zip(args, needs_grad)
+                                  if n and isinstance(a, Tracer) and a.aval.is_float)
         # the template's variables, taken now: a rule writing into a tracer in place rebinds it
         arg_vars = tuple(a.variable if isinstance(a, Tracer) else Lit.of(a) for a in args)
         rec.origin = Origin("primal", rule=prim.name)
-        result = rule(*args, **kwargs)
+        with unwrapping_numpy():
+            result = rule(*args, **kwargs)
         if not (isinstance(result, tuple) and len(result) == 2 and callable(result[1])):
             raise TypeError(f"the rule of {prim.name} must return (y, pullback)")
         y, pullback = result
@@ -135,8 +142,10 @@ def _trace_rule(prim, rule, params, values, needs_grad, source) -> LiftedRule:
         ys = tuple(y) if prim.multiple_results else (y,)
         cts = [rec.new_tracer(np.ones_like(_value(o))) for o in ys]
         ct_vars = tuple(c.variable for c in cts)
+        rec.symbolic.update(ct_vars)    # stand-ins: a pullback may not look at their values
         rec.origin = Origin("pullback", rule=prim.name)
-        raw = pullback(tuple(cts) if prim.multiple_results else cts[0])
+        with unwrapping_numpy():
+            raw = pullback(tuple(cts) if prim.multiple_results else cts[0])
         raw = raw if isinstance(raw, tuple) else (raw,)
         if len(raw) != len(args):
             raise TypeError(f"the pullback of {prim.name} returned {len(raw)} cotangents for "
@@ -148,7 +157,7 @@ def _trace_rule(prim, rule, params, values, needs_grad, source) -> LiftedRule:
                 continue
             g = unthunk(g)
             rec.origin = Origin("project", rule=prim.name)
-            g = project(arg.aval, g)
+            g = project(Aval.of(_value(arg)), g)
             rec.origin = Origin("pullback", rule=prim.name)
             grads.append(None if isinstance(g, (NoTangent, ZeroTangent)) else g)
     return LiftedRule(

@@ -1,7 +1,7 @@
 """Optimisation passes over tapes. Each returns a new tape (gradient tapes keep their forward /
 backward boundary) and never changes what the tape computes.
 
-* ``dce``: drop equations whose outputs nothing reads.
+* ``dce``: drop equations whose outputs nothing reads (guards stay: they check the inputs).
 * ``cse``: merge equations with the same primitive, inputs and params (never opaque or random
   ones).
 * ``fold``: evaluate equations whose inputs are all literals (small results only).
@@ -56,7 +56,7 @@ def dce(tape: Tape) -> Tape:
     kept = []
     for i in range(len(tape.eqns) - 1, -1, -1):
         e = tape.eqns[i]
-        if any(v in live for v in e.outputs):
+        if e.prim.kind == "guard" or any(v in live for v in e.outputs):
             kept.append((i, e))
             live.update(x for x in e.inputs if type(x) is Var)
     kept.reverse()

@@ -16,7 +16,7 @@ from .trace_state import find_recorder
 REGISTRY: dict[str, "Primitive"] = {}
 BY_FUNCTION: dict[Any, "Primitive"] = {}   # numpy function / ufunc / user function -> primitive
 
-KINDS = ("pure", "random", "opaque")
+KINDS = ("pure", "random", "opaque", "guard")
 
 
 class Primitive:
@@ -24,7 +24,8 @@ class Primitive:
 
     params: the names of the static parameters (validated when loading tapes).
     multiple_results: impl returns a tuple of arrays.
-    kind: "pure", "random" (never merged by CSE or folded), or "opaque" (runs a Python closure).
+    kind: "pure", "random" (never merged by CSE or folded), "opaque" (runs a Python closure), or
+        "guard" (checks an assumption of the trace; never removed by DCE).
     function: the numpy function (or user function) whose calls record this primitive.
     elementwise: applies to each element alone (broadcasting operands).
     linear_in: the operands the output is linear in (given the others).

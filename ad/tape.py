@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from . import pytree
+from .errors import GuardError
 from .primitives import REGISTRY
 
 
@@ -170,7 +171,9 @@ class Tape:
 
     in_tree/out_tree describe the pytree structure of the user's arguments and result; the
     leaves of ``in_tree`` that are not traced (Python ints, bools, None, strings) are stored in
-    ``static`` and must match on re-run.
+    ``static`` and must match on re-run. ``captures`` are the values of enclosing traces the
+    function closed over (tracers of an outer ``ad.grad``): the last inputs of the tape, supplied
+    by ``flatten_args``.
     """
     inputs: tuple[Var, ...]
     eqns: tuple[Eqn, ...]
@@ -179,6 +182,7 @@ class Tape:
     out_tree: Any = None
     input_names: tuple[str, ...] = ()
     meta: dict = field(default_factory=dict, compare=False)
+    captures: tuple = field(default=(), compare=False)
 
     def __post_init__(self):
         if not self.input_names:
@@ -191,14 +195,15 @@ class Tape:
         return pytree.unflatten(self.out_tree, out) if self.out_tree is not None else tuple(out)
 
     def flatten_args(self, args) -> list:
-        """Flatten ``args`` like the traced arguments; static leaves must be unchanged."""
+        """Flatten ``args`` like the traced arguments (then the captures); static leaves must be
+        unchanged."""
         if self.in_tree is None:
-            return list(args)
+            return list(args) + list(self.captures)
         leaves, tree = pytree.flatten(args)
         if tree != self.in_tree.structure:
             raise TypeError(f"argument structure {tree} does not match the traced structure "
                             f"{self.in_tree.structure}; trace the function again for new structures")
-        return self.in_tree.select_traced(leaves)
+        return self.in_tree.select_traced(leaves) + list(self.captures)
 
     # -- views -----------------------------------------------------------------------------
     def replace(self, **changes) -> "Tape":
@@ -356,16 +361,21 @@ def eval_eqns(eqns, env: dict, apply=None) -> dict:
 
     ``apply(eqn, operand_values)`` computes one equation (default: ``eqn.prim.bind``, so tapes
     run on tracers too: that is how they are differentiated again); a hook that observes or
-    replaces values wraps it.
+    replaces values wraps it. A broken guard raises GuardError naming the guard and its line.
     """
     for e in eqns:
         vals = [env[x] if type(x) is Var else x.value for x in e.inputs]
-        if apply is not None:
-            out = apply(e, vals)
-        elif e.params:
-            out = e.prim.bind(*vals, **dict(e.params))
-        else:
-            out = e.prim.bind(*vals)
+        try:
+            if apply is not None:
+                out = apply(e, vals)
+            elif e.params:
+                out = e.prim.bind(*vals, **dict(e.params))
+            else:
+                out = e.prim.bind(*vals)
+        except GuardError as exc:
+            if exc.source is not None:        # already located by an inner tape
+                raise
+            raise exc.at(format_eqn(e), e.source) from None
         if e.prim.multiple_results:
             env.update(zip(e.outputs, out))
         else:

@@ -3,8 +3,20 @@
 A ``Tracer`` stands for an array while a function runs. numpy hands it every ufunc call
 (``__array_ufunc__``) and every public function (``__array_function__``); both end in
 ``Primitive.bind``, which asks the tracer's ``Recorder`` to compute the value eagerly and append
-one equation. Everything that would turn a tracer into a concrete value (``float()``, ``bool()``,
-``np.asarray``) raises, naming the user's line: a silent constant is a silent wrong gradient.
+one equation.
+
+Python control flow on traced values works the way it does in autograd: ``bool()``, ``int()``,
+``__index__`` and conversions to plain arrays use the trace-time value (tracing is eager, so it
+is known) and record a *guard* equation stating the assumption (``guard %7 True``); a run whose
+inputs break it raises GuardError, and ``ad.grad`` re-traces. What would silently lose a gradient
+still raises, naming the user's line: ``float()``, ``.item()`` or ``np.asarray`` of a value that
+is being differentiated, and anything that asks for the value of a pullback's cotangent (it has
+none while a rule is lifted).
+
+A value of an enclosing trace used inside an inner one (a function passed to ``ad.grad`` that
+closes over a variable of an outer ``ad.grad``) is *captured*: it becomes an extra input of the
+inner tape, so the inner derivative treats it as a constant and the outer one still sees the
+dependence (no perturbation confusion).
 
 In-place code is functionalized: ``t[i] = v``, ``t += v`` and ``out=t`` record a pure equation
 and rebind ``t`` to its result. A value that numpy would have made a view of ``t`` and that is
@@ -17,6 +29,7 @@ import itertools
 import numpy as np
 
 from . import dispatch
+from .core_prims import guard_p
 from .errors import ConcretizationError, MutationError, TraceError, user_location
 from .tape import Aval, Eqn, Lit, Origin, Var, freeze_params
 from .trace_state import ACTIVE, Traced
@@ -25,7 +38,11 @@ class Recorder:
     """Collects equations for one trace; computes every value eagerly so shapes are known.
 
     ``source`` and ``origin`` stamp the equations recorded next; by default the source is the
-    user's line found on the stack.
+    user's line found on the stack. ``differentiated`` holds the variables that carry a gradient
+    (concretizing them would lose it), ``symbolic`` those whose trace-time value is a stand-in
+    (a pullback's cotangent while a rule is lifted: they may not be concretized at all);
+    both propagate through the equations recorded. ``captures`` lists the values of enclosing
+    traces this trace read, as (its input variable, the outer tracer).
     """
 
     def __init__(self, counter=None):
@@ -36,6 +53,10 @@ class Recorder:
         self.source: str | None = None
         self.origin = Origin("primal")
         self._consts: dict[int, tuple[object, Lit]] = {}
+        self.differentiated: set[Var] = set()
+        self.symbolic: set[Var] = set()
+        self.captures: list[tuple[Var, "Tracer"]] = []
+        self._captured: dict[Var, Var] = {}
 
     def __enter__(self):
         self.level = len(ACTIVE)
@@ -69,17 +90,27 @@ class Recorder:
     def operand(self, x):
         """(equation input, concrete value) of one operand."""
         if isinstance(x, Tracer):
-            if x._rec is not self:
-                raise TraceError(
-                    "a value traced by an enclosing trace reached an inner trace (for example a "
-                    "function passed to ad.grad closes over a variable of an outer ad.grad); pass "
-                    "that value as an argument instead")
             x._check_fresh()
+            if x._rec is not self:
+                return self._capture(x), x.value
             return x.variable, x.value
         if isinstance(x, (list, tuple)) or x is None or isinstance(x, str):
             raise TypeError(f"operand {x!r} is not an array")
         lit = self.literal(x)
         return lit, lit.value
+
+    def _capture(self, x: "Tracer") -> Var:
+        """The input variable standing for a value of an enclosing trace (one per variable)."""
+        if x._rec.level > self.level:
+            raise TraceError("a value traced by an inner trace reached an enclosing one (was it "
+                             "stored outside the function being differentiated?)")
+        var = self._captured.get(x.variable)
+        if var is None:
+            var = self._captured[x.variable] = self.new_var(x.aval)
+            self.captures.append((var, Tracer(x._rec, x.variable, x.value)))
+            if x.variable in x._rec.differentiated:
+                self.differentiated.add(var)
+        return var
 
     def record(self, prim, operands, params):
         pairs = [self.operand(x) for x in operands]
@@ -91,8 +122,14 @@ class Recorder:
         outs = tuple(out) if prim.multiple_results else (out,)
         tracers = [self.new_tracer(o) for o in outs]
         source = self.source if self.source is not None else user_location()
-        self.eqns.append(Eqn(prim, tuple(i for i, _ in pairs), freeze_params(params),
-                             tuple(t.variable for t in tracers), source, self.origin))
+        inputs = tuple(i for i, _ in pairs)
+        outputs = tuple(t.variable for t in tracers)
+        self.eqns.append(Eqn(prim, inputs, freeze_params(params), outputs, source, self.origin))
+        if self.differentiated and prim.differentiable and any(x in self.differentiated for x in inputs
+                                                               if type(x) is Var):
+            self.differentiated.update(v for v in outputs if v.aval.is_float)
+        if self.symbolic and any(x in self.symbolic for x in inputs if type(x) is Var):
+            self.symbolic.update(outputs)
         if prim.returns_view and prim.returns_view(operands) and isinstance(operands[0], Tracer):
             src = operands[0]
             root, chain = (src._base[0], src._base[3]) if src._base else (src, ())
@@ -150,43 +187,64 @@ class Tracer(Traced):
     def __array_function__(self, func, types, args, kwargs):
         return dispatch.function(func, args, kwargs, like=self)
 
-    # -- escapes: loud, never a silent constant ---------------------------------------------
-    def __array__(self, dtype=None, copy=None):
-        raise ConcretizationError(
-            f"a traced value ({self.variable!r}:{self.variable.aval}) was converted to a plain numpy array. "
-            "This happens with np.array/np.asarray without like=, writing a traced value into a "
-            "plain ndarray (a[i] = t), ndarray methods given a traced argument (A.dot(t)), or "
-            "numpy functions that coerce internally. Fix: create buffers from the traced value "
-            "(np.zeros(n, like=x), np.array([...], like=x)), or call the numpy function instead "
-            "of the ndarray method (np.dot(A, t)).")
+    # -- concrete values: guarded, or loud when a gradient would be lost --------------------
+    def _concretize(self, value, what: str, keeps_gradient: bool):
+        """``value`` (computed from the trace-time value) after recording the guard that it
+        stays what it is now. ``keeps_gradient``: the conversion returns something a gradient
+        can flow through (a branch decision, an integer), so differentiated values may take it."""
+        var, rec = self.variable, self._rec
+        if var in rec.symbolic:
+            raise ConcretizationError(
+                f"{what} of {var!r}:{var.aval}, which derives from a pullback's cotangent: while a "
+                "rule is lifted its cotangent has no value, so a pullback cannot branch on it or "
+                "convert it. Fix: write the pullback with numpy functions (np.where for branches).")
+        if var in rec.differentiated and not keeps_gradient:
+            raise ConcretizationError(
+                f"{what} of {var!r}:{var.aval}, a value being differentiated, would drop its "
+                "gradient silently (the result is a plain Python or numpy value). Fix: keep it a "
+                "traced array (use np.sin instead of math.sin, np.stack or np.array(..., like=x) "
+                "instead of np.array([...]), np.zeros(n, like=x) for buffers you write into, "
+                "np.dot(A, t) instead of A.dot(t)), or give the function a rule with @ad.primitive.")
+        guard_p.bind(self, value)
+        return value
 
-    def _concrete(self, what):
-        raise ConcretizationError(
-            f"{what} of a traced value ({self.variable!r}:{self.variable.aval}) would bake its trace-time "
-            "value into the tape (a data-dependent branch or conversion). Fix: use np.where for "
-            "branches, keep values as arrays, or mark the function as a primitive with "
-            "@ad.primitive and give it a rule.")
+    def __array__(self, dtype=None, copy=None):
+        value = np.array(self.value, dtype=dtype, copy=True)
+        return self._concretize(value, "converting it to a plain numpy array (numpy does this "
+                                "to tracers inside a Python list, which its dispatch protocols "
+                                "cannot see: np.array([...]), np.r_[...], np.sum([a, b]); also "
+                                "writing into a plain ndarray, and functions that coerce)",
+                                keeps_gradient=not self.aval.is_float)
 
     def __bool__(self):
-        self._concrete("bool() (an `if`, `while`, `and`/`or` or assert)")
-
-    def __float__(self):
-        self._concrete("float() (or a math.* function, or writing it into a plain ndarray)")
+        truth = bool(self.value)          # numpy's error for arrays of more than one element
+        if self.dtype != np.bool_:        # guard the truth value, not the number
+            return bool(np.not_equal(self, 0))
+        return self._concretize(truth, "bool()", keeps_gradient=True)
 
     def __int__(self):
-        self._concrete("int()")
-
-    def __complex__(self):
-        self._concrete("complex()")
+        if not np.issubdtype(self.dtype, np.integer) and self.dtype != np.bool_:
+            return int(dispatch.astype(self, np.int64))      # guard the integer, not the number
+        return self._concretize(int(self.value), "int()", keeps_gradient=True)
 
     def __index__(self):
-        self._concrete("use as an index or size")
+        if not np.issubdtype(self.dtype, np.integer):
+            raise TypeError(f"only integer traced values can be used as an index or size, "
+                            f"not {self.variable!r}:{self.variable.aval}")
+        return self._concretize(int(self.value), "use as an index or size", keeps_gradient=True)
+
+    def __float__(self):
+        return self._concretize(float(self.value), "float() (or a math.* function)", keeps_gradient=False)
+
+    def __complex__(self):
+        return self._concretize(complex(self.value), "complex()", keeps_gradient=False)
 
     def item(self, *args):
-        self._concrete(".item()")
+        return self._concretize(self.value.item(*args), ".item()",
+                                keeps_gradient=not self.aval.is_float)
 
     def tolist(self):
-        self._concrete(".tolist()")
+        return self._concretize(self.value.tolist(), ".tolist()", keeps_gradient=not self.aval.is_float)
 
     def __hash__(self):
         return id(self)
@@ -205,6 +263,10 @@ class Tracer(Traced):
     def _assign(self, new: "Tracer"):
         """Rebind this tracer to ``new`` (the functional result of an in-place write). A write
         into a view is written through to its base, as numpy would."""
+        if new._rec is not self._rec:
+            raise MutationError(f"an in-place write into {self.variable!r}, a value of an enclosing "
+                                "trace, from inside an inner one (a function passed to ad.grad "
+                                "writing into a variable it closes over); write into a copy")
         if self._base is not None:
             self._check_fresh()
             root, _, where, chain = self._base
@@ -272,7 +334,8 @@ def _method(func):
 for _func in (np.sum, np.mean, np.prod, np.max, np.min, np.std, np.var, np.argmax, np.argmin,
               np.any, np.all, np.cumsum, np.cumprod, np.clip, np.dot, np.squeeze, np.ravel,
               np.swapaxes, np.repeat, np.take, np.round, np.diagonal, np.trace, np.conj,
-              np.nonzero, np.sort, np.argsort, np.ptp):
+              np.nonzero, np.sort, np.argsort, np.ptp, np.argpartition, np.choose,
+              np.searchsorted, np.put):
     setattr(Tracer, _func.__name__, _method(_func))
 Tracer.conj = Tracer.conjugate
 
@@ -294,3 +357,42 @@ Tracer.transpose = _transpose
 Tracer.astype = _astype
 Tracer.flatten = lambda self, order="C": np.copy(np.ravel(self, order=order))
 Tracer.copy = lambda self, order="C": np.copy(self)
+Tracer.flat = property(lambda self: np.ravel(self))
+Tracer.itemsize = property(lambda self: self.dtype.itemsize)
+Tracer.nbytes = property(lambda self: self.size * self.dtype.itemsize)
+Tracer.device = "cpu"
+
+
+def _fill(self, value):
+    """In place, like ndarray.fill: recorded as a write of the whole array."""
+    self[...] = value
+
+
+def _partition(self, kth, axis=-1, kind="introselect", order=None):
+    """In place, like ndarray.partition."""
+    self._assign(np.partition(self, kth, axis=axis))
+
+
+Tracer.compress = lambda self, condition, axis=None: np.compress(condition, self, axis=axis)
+Tracer.fill = _fill
+Tracer.partition = _partition
+
+# ndarray attributes a traced value cannot have, and why (anything else missing is unknown)
+_NO_BUFFER = ("a traced value is not a block of memory; for a cast use x.astype(dtype)",
+              "base", "ctypes", "data", "flags", "strides", "byteswap", "getfield", "setfield",
+              "setflags", "tobytes", "tofile", "dump", "dumps", "view", "to_device")
+_NO_RESIZE = ("a traced value cannot change its size in place; use np.resize(a, shape) or "
+              "np.pad", "resize")
+_REFUSED = {name: reason for reason, *names in (_NO_BUFFER, _NO_RESIZE) for name in names}
+
+
+def _missing(self, name):
+    if name in _REFUSED:
+        raise AttributeError(f"ndarray.{name} is not supported on traced values "
+                             f"({self.variable!r}:{self.variable.aval}): {_REFUSED[name]}")
+    raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r} (traced "
+                         f"values support the ndarray methods that numpy functions mirror: "
+                         f"call np.{name}(x, ...) if numpy has it)")
+
+
+Tracer.__getattr__ = _missing

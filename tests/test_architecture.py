@@ -121,7 +121,8 @@ LAYERS = {
     "machinery primitives": ("ad.core_prims",),
     "tracing": ("ad.dispatch", "ad.tracer"),
     "rule library": ("ad.lib.", "ad.nn."),
-    "transformations": ("ad.lift", "ad.backward", "ad.closure", "ad.passes", "ad.codegen", "ad.api"),
+    "transformations": ("ad.lift", "ad.backward", "ad.closure", "ad.passes", "ad.codegen",
+                        "ad.cache", "ad.api"),
     "consumers": ("ad.serialize", "ad.onnx", "ad.checks", "ad.examples", "ad.nn.examples"),
 }
 

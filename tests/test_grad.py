@@ -9,6 +9,7 @@ from ad.codegen import compile_tape
 from ad.passes import op_counts, optimize
 from ad.tape import validate
 from needs import module
+from numeric import fd_grad
 
 
 def mlp_loss(params, x, y):
@@ -26,15 +27,6 @@ def mlp_data(seed=0, batch=8, sizes=(5, 7, 3)):
     x = rng.standard_normal((batch, sizes[0]))
     y = np.eye(sizes[2])[rng.integers(0, sizes[2], batch)]
     return params, x, y
-
-
-def fd_grad(f, x, eps=1e-6):
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        d = np.zeros_like(x)
-        d[i] = eps
-        g[i] = (f(x + d) - f(x - d)) / (2 * eps)
-    return g
 
 
 def test_matmul_pullback_is_visible():

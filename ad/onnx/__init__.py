@@ -18,9 +18,11 @@ from .lowering import LOWERINGS, NOT_LOWERED, lowers
 from . import lowering_nn  # noqa: F401,E402  (registers the ad.nn lowerings)
 
 
-def to_onnx(tape: Tape, *, opset: int = OPSET, name: str = "tape", check: bool = True):
+def to_onnx(tape: Tape, *, opset: int = OPSET, name: str = "tape", check: bool = True,
+            guards: str = "refuse"):
     """An ``onnx.ModelProto`` computing ``tape``; ``onnx.checker.check_model`` (with shape
-    inference) is run on it unless ``check=False``.
+    inference) is run on it unless ``check=False``. A tape with guards (branches the trace took
+    on traced values) is refused unless ``guards="branch"`` (export the branch taken).
 
     >>> def loss(W, x):
     ...     return np.sum(np.tanh(x @ W) ** 2)
@@ -28,7 +30,7 @@ def to_onnx(tape: Tape, *, opset: int = OPSET, name: str = "tape", check: bool =
     >>> [i.name for i in model.graph.input], [o.name for o in model.graph.output]
     (['W', 'x'], ['out0', 'grad0'])
     """
-    return export(tape, LOWERINGS, opset=opset, name=name, check=check)
+    return export(tape, LOWERINGS, opset=opset, name=name, check=check, guards=guards)
 
 
 def export_partition(gt: GradTape, **kw):

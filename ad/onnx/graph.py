@@ -135,11 +135,31 @@ def output_names(tape: Tape) -> list[str]:
     return [f"out{i}" for i in range(len(tape.outputs))]
 
 
+GUARD_CHOICES = ("refuse", "branch")
+
+
+def _unguarded(tape: Tape, guards: str) -> list:
+    """The equations to lower: guards (Python control flow on traced values) are refused, or
+    dropped on request so that the model computes the branch the trace took."""
+    if guards not in GUARD_CHOICES:
+        raise ValueError(f"guards={guards!r}; choose one of {GUARD_CHOICES}")
+    checks = [e for e in tape.eqns if e.prim.kind == "guard"]
+    if checks and guards == "refuse":
+        raise LoweringError(
+            f"the tape holds {len(checks)} guard(s): the trace took a branch on a traced value, "
+            f"first `{checks[0]}` at {checks[0].source or '?'}; an ONNX graph cannot check that a "
+            "new input takes the same branch. Write the branch with np.where to export both, or "
+            "pass guards='branch' to export the branch taken (the model is then wrong for inputs "
+            "that would take another).")
+    return [e for e in tape.eqns if e.prim.kind != "guard"]
+
+
 def export(tape: Tape, lowerings: dict, *, opset: int = OPSET, name: str = "tape",
-           check: bool = True) -> onnx.ModelProto:
+           check: bool = True, guards: str = "refuse") -> onnx.ModelProto:
     check_serializable(tape, "exported to ONNX")
+    eqns = _unguarded(tape, guards)
     missing = {}
-    for i, e in enumerate(tape.eqns):
+    for i, e in enumerate(eqns):
         if e.prim not in lowerings:
             missing.setdefault(e.prim.name, []).append(f"equation {i} at {e.source or '?'}")
     if missing:
@@ -154,7 +174,7 @@ def export(tape: Tape, lowerings: dict, *, opset: int = OPSET, name: str = "tape
         g.names[v] = _value_name(label, taken)
         g.declared.add(g.names[v])
         inputs.append(helper.make_tensor_value_info(g.names[v], onnx_type(v.aval.dtype), list(v.aval.shape)))
-    for e in tape.eqns:
+    for e in eqns:
         g.eqn = e
         try:
             outs = lowerings[e.prim](g, e)

@@ -14,7 +14,7 @@ import math
 import numpy as np
 from onnx import numpy_helper
 
-from ..core_prims import (astype_p, broadcast_to_p, full_p, getitem_p, index_add_p, reshape_p,
+from ..core_prims import (astype_p, broadcast_to_p, full_p, getitem_p, guard_p, index_add_p, reshape_p,
                           setitem_p, sum_to_p, transpose_p)
 from ..lib.contraction import einsum_p, matmul_p, matvec_p, vecdot_p, vecmat_p
 from ..lib.creation import array_p
@@ -38,6 +38,7 @@ LOWERINGS: dict = {}     # primitive -> lowering
 _NO_LINALG = "no standard ONNX operator (a factorisation would need loops)"
 _CLOSURE = "runs a Python closure (a rule that could not be lifted)"
 NOT_LOWERED = {
+    guard_p: "checks the branch a trace took; to_onnx refuses it, or drops it with guards='branch'",
     lookup(np.nextafter): "bit-level float stepping; ONNX has no equivalent",
     lookup(np.spacing): "bit-level float spacing; ONNX has no equivalent",
     argpartition_p: "numpy's order inside each partition is implementation-defined",

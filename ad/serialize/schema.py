@@ -124,6 +124,9 @@ def check_avals(tape: Tape) -> Tape:
     return tape
 
 
+GUARD_AVAL = Aval((), np.dtype(bool))
+
+
 def _stand_in(aval: Aval, eye: bool):
     """Zeros (valid indices, cheap), or on a retry identity matrices / ones (for operations that
     refuse singular or zero inputs, like a Cholesky factorisation)."""
@@ -135,6 +138,9 @@ def _stand_in(aval: Aval, eye: bool):
 
 
 def _eqn_problem(e: Eqn) -> str | None:
+    if e.prim.kind == "guard":      # checks values, which stand-ins do not have; yields bool[]
+        ok = len(e.inputs) == 2 and len(e.outputs) == 1 and e.outputs[0].aval == GUARD_AVAL
+        return None if ok else f"a guard reads two operands and yields {GUARD_AVAL}"
     if isinstance(e.prim.impl, np.ufunc) and e.prim.impl.signature is None:
         try:    # elementwise: the result's shape is known before computing it
             shape = np.broadcast_shapes(*(x.aval.shape for x in e.inputs))

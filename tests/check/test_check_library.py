@@ -15,7 +15,7 @@ from ad.checks.library import check_library, sampled
 def test_the_library_check_reads_the_registry_at_call_time():
     """ad.nn registers its primitives after ad.lib: the library check covers them."""
     assert set(ad.nn.PRIMITIVES) <= set(sampled())
-    assert {p.kind for p in sampled()} == {"pure", "random"}
+    assert {p.kind for p in sampled()} == {"pure", "random", "guard"}
 
 
 @pytest.mark.timeout(120)      # the suite's budget for it; the measured duration is recorded

@@ -1,0 +1,105 @@
+"""The tape cache of ``ad.grad``: per argument signature, the tapes traced so far, each valid
+under the guards its trace recorded (TorchDynamo's guarded re-compilation, done for tapes).
+
+A call runs the most recently successful tape first; one whose guards break raises GuardError
+partway and the next is tried; when none holds, the function is traced again for these inputs.
+So every call gets the eager answer, and ``cache_info()`` counts what that cost.
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from . import pytree
+from .errors import GuardError
+from .tracer import Tracer
+
+
+@dataclass
+class Entry:
+    tape: Any
+    compiled: Any = None          # the compiled form, made on first use
+
+
+@dataclass(frozen=True)
+class CacheInfo:
+    """``traces``: how often the function was traced; ``hits``: calls served by a cached tape;
+    ``guard_failures``: cached tapes whose guards a call broke; ``signatures``/``tapes``: what the
+    cache holds; ``reasons``: the last guard failures (which guard, which line, which values)."""
+    traces: int
+    hits: int
+    guard_failures: int
+    signatures: int
+    tapes: int
+    reasons: tuple[str, ...]
+
+
+def signature(leaves) -> tuple:
+    """What a traced tape depends on besides guarded values: shapes, dtypes, static leaves."""
+    out = []
+    for x in leaves:
+        if isinstance(x, np.ndarray):
+            out.append((x.shape, x.dtype))
+        elif pytree.is_traceable_leaf(x):
+            out.append((np.shape(x), np.result_type(x.value if isinstance(x, Tracer) else x)))
+        else:
+            out.append((type(x), x))
+    return tuple(out)
+
+
+class TapeCache:
+    """Tapes per signature, most recently successful first, at most ``max_traces`` each."""
+
+    def __init__(self, max_traces: int = 8):
+        self.max_traces = max_traces
+        self.entries: dict[tuple, list[Entry]] = {}
+        self.traces = self.hits = self.guard_failures = 0
+        self.reasons: list[str] = []
+        self._warned = False
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def call(self, args, new_tape: Callable, run: Callable):
+        """``run(entry, args, leaves)`` with the first cached tape whose guards hold, else with a
+        tape ``new_tape(args)`` traced now (kept unless it captured values of an enclosing trace,
+        which belong to that trace alone)."""
+        leaves, structure = pytree.flatten(args)
+        entries = self.entries.setdefault((structure,) + signature(leaves), [])
+        for entry in list(entries):
+            try:
+                out = run(entry, args, leaves)
+            except GuardError as exc:
+                self.guard_failures += 1
+                self.reasons = (self.reasons + [f"{exc.guard} at {exc.source}: assumed "
+                                                f"{exc.expected!r}, got {exc.got!r}"])[-5:]
+                continue
+            self.hits += 1
+            entries.remove(entry)
+            entries.insert(0, entry)
+            return out
+        entry = Entry(new_tape(args))
+        self.traces += 1
+        if not entry.tape.captures:
+            entries.insert(0, entry)
+            if len(entries) > self.max_traces:
+                entries.pop()
+                self._warn()
+        return run(entry, args, leaves)
+
+    def _warn(self):
+        if not self._warned:
+            self._warned = True
+            warnings.warn(
+                f"a function re-traced more than {self.max_traces} times for one argument "
+                f"signature because its guards keep failing (last: {self.reasons[-1] if self.reasons else '?'}); "
+                "data-dependent control flow such as an integer computed from the input re-traces "
+                "on every change. It still gives the right answer; cache_info() counts the cost.",
+                stacklevel=4)
+
+    def info(self) -> CacheInfo:
+        return CacheInfo(self.traces, self.hits, self.guard_failures, len(self.entries),
+                         sum(map(len, self.entries.values())), tuple(self.reasons))
