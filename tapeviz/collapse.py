@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import networkx as nx
 
-from .graph import BACKWARD_BLOCK, gc_paused
+from .graph import BACKWARD_BLOCK, EQUATION_KINDS, gc_paused
 
 MAX_PERIOD = 8
 MIN_REPEATS = 3     # two of a kind stay apart: folding them hides more than it saves
@@ -39,7 +39,7 @@ def collapse(graph: nx.DiGraph, *, max_period: int = MAX_PERIOD,
         kind = d["kind"]
         if kind == "constant":
             continue
-        if kind == "equation":
+        if kind in EQUATION_KINDS:
             gid, attrs = _group_key(n, d)
             group = groups.get(gid)
             if group is None:

@@ -18,7 +18,7 @@ from graphviz.quoting import NoHtml
 
 from . import labels as lb
 from .collapse import collapse as collapse_graph
-from .graph import BACKWARD_BLOCK, _resolve, gc_paused, neighbourhood, to_networkx
+from .graph import BACKWARD_BLOCK, EQUATION_KINDS, _resolve, gc_paused, neighbourhood, to_networkx
 
 VIEWS = ("joint", "forward", "backward")
 FONT = "Helvetica,Arial,sans-serif"
@@ -130,7 +130,7 @@ class _Canvas:
         for n, d in self.data.items():
             if d["kind"] == "constant":
                 continue
-            if d["kind"] == "equation" and len(d["outputs"]) == 1 and d["outputs"][0] in self.data:
+            if d["kind"] in EQUATION_KINDS and len(d["outputs"]) == 1 and d["outputs"][0] in self.data:
                 self.ids[n] = d["outputs"][0]        # drawn together with its only result
             else:
                 self.ids[n] = n
@@ -214,9 +214,9 @@ class _Canvas:
         if self.collapsed:
             rows, style = lb.group_rows(d), lb.group_style(d)
             tooltip = d.get("provenance") or d.get("rule") or d["name"]
-        elif d["kind"] == "equation":
+        elif d["kind"] in EQUATION_KINDS:
             out = self.data[self.ids[n]] if self.ids[n] != n else None
-            rows, style = lb.equation_rows(d, out), lb.style_of(out or d)
+            rows, style = lb.equation_rows(d, out), lb.style_of(d if d["kind"] == "guard" else out or d)
             tooltip = "\n".join(filter(None, [d["provenance"], d["source"], d["source_line"]]))
         else:
             producer = g.nodes[d["producer"]] if d.get("producer") else None
@@ -245,9 +245,9 @@ class _Canvas:
         if self.view == "backward" and phase == "forward":
             return self.clusters[None][2]    # residuals: beside what reads them, in no cluster
         if not self.collapsed:
-            if d["kind"] != "equation" and d.get("producer") in self.ids:
+            if d["kind"] not in EQUATION_KINDS and d.get("producer") in self.ids:
                 d = self.data[d["producer"]]
-            if d["kind"] == "equation" and d["of"] is not None:
+            if d["kind"] in EQUATION_KINDS and d["of"] is not None:
                 if phase == "backward" and d["origin"] in BACKWARD_BLOCK:
                     return self._cluster(f"cluster_pullback_{d['of']}", f"pullback of {d['of']} ({d['rule']})",
                                          f"cluster_{phase}")
@@ -274,7 +274,7 @@ class _Canvas:
     # -- edges ---------------------------------------------------------------------------
     def _edges(self, n: str):
         g = self.graph
-        if not self.collapsed and self.data[n]["kind"] != "equation":
+        if not self.collapsed and self.data[n]["kind"] not in EQUATION_KINDS:
             return
         for u, e in g.pred[n].items():
             if u in self.ids:
@@ -315,7 +315,7 @@ class _Canvas:
         else:
             blocks = g.graph["blocks"]
             pairs = [(d["of"], n) for n, d in self.data.items()
-                     if d["kind"] == "equation" and d["origin"] in BACKWARD_BLOCK and blocks[d["of"]][0] == n]
+                     if d["kind"] in EQUATION_KINDS and d["origin"] in BACKWARD_BLOCK and blocks[d["of"]][0] == n]
         return [(self.ids[f], self.ids[b]) for f, b in pairs if f in self.ids and b in self.ids]
 
 

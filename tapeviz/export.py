@@ -12,7 +12,7 @@ from pathlib import Path
 from ad.tape import Tape, format_eqn
 
 from .draw import draw, parse_window, scene
-from .graph import neighbourhood, to_networkx
+from .graph import EQUATION_KINDS, neighbourhood, to_networkx
 from .render import choose, render
 
 SUFFIXES = {".dot": "dot", ".gv": "dot", ".svg": "svg", ".png": "png", ".pdf": "pdf", ".txt": "txt"}
@@ -96,7 +96,7 @@ def listing(tape: Tape, *, view: str = "joint", window=None) -> str:
     node, k = parse_window(window)
     graph = to_networkx(tape)
     keep = {graph.nodes[n]["index"] for n in neighbourhood(graph, node, k)
-            if graph.nodes[n]["kind"] == "equation"}
+            if graph.nodes[n]["kind"] in EQUATION_KINDS}
     lines, last = [], -1
     for i in sorted(keep):
         if i != last + 1:

@@ -17,7 +17,9 @@ Every node has ``kind``, ``phase`` ("forward" or "backward") and ``order`` (its 
 the tape, for stable sorting). ``kind`` is one of
 
 * ``input``: a traced argument; ``parameter``: an input the gradient is taken with respect to;
-* ``constant``: a literal; ``equation``: an equation;
+* ``constant``: a literal; ``equation``: an equation; ``guard``: a guard equation (an
+  assumption the trace made about a value: a branch taken, an integer used; its literal is
+  the value assumed) — ``EQUATION_KINDS`` holds both;
 * ``output``: a value or gradient the tape returns;
 * ``residual``: a forward value read by a backward equation;
 * ``intermediate``: any other forward value; ``cotangent``: any other backward value (a
@@ -70,6 +72,7 @@ from ad import pytree
 from ad.errors import source_line
 from ad.tape import Eqn, Lit, Tape, Var, eval_tape, format_literal, format_param, gc_paused, short_dtype
 
+EQUATION_KINDS = frozenset({"equation", "guard"})
 BACKWARD_BLOCK = ("pullback", "project")   # origins that belong to a rule's pullback block
 
 
@@ -167,7 +170,7 @@ def to_networkx(tape: Tape, *, values=None, checks=None) -> nx.DiGraph:
             lines[e.source] = source_line(e.source)
         params = _params_text(params_text, e)
         nodes.append((eid, {
-            "kind": "equation", "phase": phase, "order": len(nodes), "index": index,
+            "kind": "guard" if e.prim.kind == "guard" else "equation", "phase": phase, "order": len(nodes), "index": index,
             "primitive": e.prim.name, "params": params, "literals": literals,
             "outputs": [repr(v) for v in e.outputs], "source": e.source,
             "source_line": lines[e.source], "origin": origin.kind, "of": of, "rule": origin.rule,
@@ -415,7 +418,7 @@ def neighbourhood(graph, node, k: int) -> list[str]:
                 todo.append(m)
     window = set(seen)
     for n in seen:             # an equation comes with its results, so it can be drawn whole
-        if graph.nodes[n]["kind"] == "equation":
+        if graph.nodes[n]["kind"] in EQUATION_KINDS:
             window.update(graph.nodes[n]["outputs"])
     return sorted(window, key=lambda n: graph.nodes[n]["order"])
 

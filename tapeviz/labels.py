@@ -36,6 +36,7 @@ KINDS = {
     "residual": Look("#d97706", "#fffbeb", 2, "residual (read by the backward pass)", "orange"),
     "output": Look("#15803d", "#ecfdf5", 2, "output (value or gradient)", "green"),
     "cotangent": Look("#7c3aed", "#faf5ff", 1, "backward value (cotangent)", "purple"),
+    "guard": Look("#a16207", "#fef9c3", 2, "guard (a branch the trace took)", "amber"),
 }
 FAILED = Look("#dc2626", "#fee2e2", 3, "failed check", "red")
 CURRENT = Look("#0369a1", "#ffffff", 4, "current step", "thick dark blue")
@@ -124,7 +125,9 @@ def equation_rows(e: dict, out: dict | None) -> list[Row]:
     """An equation, drawn with its only result ``out`` when it has one."""
     rows = [_head(e["primitive"], e["params"]),
             Row("name", f"{out['name']} : {out['aval']}" if out else "\u2192 " + ", ".join(e["outputs"]))]
-    if e["literals"]:
+    if e["kind"] == "guard":       # operand 1 is the value the trace assumed
+        rows.append(Row("note", "assumes == " + ", ".join(text for _, text in e["literals"])))
+    elif e["literals"]:
         rows.append(Row("note", "with " + ", ".join(text for _, text in e["literals"])))
     provenance = ""
     if e["phase"] == "backward" and e["origin"] not in BACKWARD_BLOCK:

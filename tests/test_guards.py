@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import ad
+import tapeviz
 from ad.errors import GuardError
 from needs import module
 from numeric import fd_grad
@@ -177,3 +178,13 @@ def test_onnx_export_refuses_guards_or_exports_the_branch_taken():
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     (name,) = [i.name for i in session.get_inputs()]
     np.testing.assert_allclose(session.run(None, {name: np.array([2.0, 3.0])})[0], 13.0)
+
+
+def test_guards_are_their_own_node_kind_in_the_graph_and_the_drawing():
+    gt = ad.grad_tape(piecewise, np.array([0.5, 1.0]))
+    graph = tapeviz.to_networkx(gt)
+    (guard,) = [d for _, d in graph.nodes(data=True) if d["kind"] == "guard"]
+    assert guard["primitive"] == "guard" and guard["literals"] == [(1, "True")]
+    assert "test_guards.py" in guard["source"] and "if s > 0" in guard["source_line"]
+    dot = tapeviz.to_graphviz(gt).source
+    assert "assumes == True" in dot and "guard (a branch the trace took)" in dot
