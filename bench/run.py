@@ -13,7 +13,8 @@ import sys
 from bench.common import machine
 
 BENCHES = {"mlp": "bench.bench_mlp", "smallops": "bench.bench_smallops", "chain": "bench.bench_chain",
-           "cnn": "bench.bench_cnn", "graph": "bench.bench_graph", "widget": "bench.bench_widget"}
+           "cnn": "bench.bench_cnn", "graph": "bench.bench_graph", "widget": "bench.bench_widget",
+           "guards": "bench.bench_guards"}
 
 
 def main(argv: list[str]) -> None:
