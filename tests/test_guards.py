@@ -9,6 +9,7 @@ import pytest
 
 import ad
 import tapeviz
+from tapeviz.debugger.model import DebugModel
 from ad.errors import GuardError
 from needs import module
 from numeric import fd_grad
@@ -188,3 +189,11 @@ def test_guards_are_their_own_node_kind_in_the_graph_and_the_drawing():
     assert "test_guards.py" in guard["source"] and "if s > 0" in guard["source_line"]
     dot = tapeviz.to_graphviz(gt).source
     assert "assumes == True" in dot and "guard (a branch the trace took)" in dot
+
+
+def test_a_guard_is_a_step_of_the_debugger_and_its_outcome_is_shown():
+    x = np.array([0.5, 1.0])
+    model = DebugModel(ad.grad_tape(piecewise, x), (x,))
+    (k,) = [i for i, s in enumerate(model.steps["pullback"]) if s.rule == "guard"]
+    model.step_to(k)
+    assert "guard %2 == True holds" in model.phase_line() and "test_guards.py" in model.phase_line()

@@ -23,7 +23,7 @@ import numpy as np
 
 from ad.tape import Var
 
-from ..graph import BACKWARD_BLOCK, annotate, node_of, to_networkx, values_of
+from ..graph import BACKWARD_BLOCK, EQUATION_KINDS, annotate, node_of, to_networkx, values_of
 
 GRANULARITIES = ("pullback", "primitive")
 
@@ -101,8 +101,8 @@ class DebugModel:
         with np.errstate(all="ignore"):          # NaN and Inf are shown, not warned about
             self.values = values_of(gt, *args)
         self.graph = to_networkx(gt, values=self.values)
-        self.var_attrs = {n: d for n, d in self.graph.nodes(data=True) if d["kind"] != "equation"
-                          and d["kind"] != "constant"}
+        self.var_attrs = {n: d for n, d in self.graph.nodes(data=True)
+                          if d["kind"] not in EQUATION_KINDS and d["kind"] != "constant"}
         self.producer_index = {repr(v): i for i, e in enumerate(gt.eqns) for v in e.outputs}
         self.steps = {g: build_steps(gt, g) for g in GRANULARITIES}
         self._starts = {g: [s.start for s in steps] for g, steps in self.steps.items()}
@@ -202,6 +202,9 @@ class DebugModel:
         step = step or self.step
         e = self.eqns[step.start]
         n = step.stop - step.start
+        if e.prim.kind == "guard":      # its outcome: these arguments are the ones it was traced on
+            x, expected = e.inputs
+            return f"guard {x!r} == {expected!r} holds: the branch the trace took at {e.source}"
         if step.phase == "forward":
             body = self.rows[self.row_of_eqn[step.start]]
             out = step.of or repr(e.outputs[0])
@@ -313,7 +316,7 @@ class DebugModel:
         if node is None:
             return None
         d = self.graph.nodes[node]
-        return d["index"] if d["kind"] == "equation" else None
+        return d["index"] if d["kind"] in EQUATION_KINDS else None
 
     def target_of(self, eqn: int) -> int:
         """Where an alert about equation ``eqn`` takes the cursor: a forward rule instance's
