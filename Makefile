@@ -36,7 +36,7 @@ bench: setup
 	$(VENV)/bin/pip install -q -e '.[bench]'
 	$(PY) -m bench.run
 
-# the teaching notebooks, executed, as static HTML with the widget state embedded
+# the teaching notebooks, executed, as static HTML, each debugger with its whole session embedded
 notebooks: setup
 	$(PY) -m tapeviz.notebooks render --out $(OUT)/notebooks
 

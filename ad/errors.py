@@ -13,6 +13,8 @@ import sys
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 _SKIP = (_PKG_DIR + os.sep, os.path.dirname(os.path.abspath(__import__("numpy").__file__)) + os.sep)
+# the example programs shipped in ad are user code: their lines are the ones to show
+_EXAMPLES = frozenset(os.path.join(_PKG_DIR, *p) for p in (("examples.py",), ("nn", "examples.py")))
 
 
 def user_frame():
@@ -20,7 +22,7 @@ def user_frame():
     f = sys._getframe(1)
     while f is not None:
         fn = f.f_code.co_filename
-        if not fn.startswith(_SKIP) and not fn.startswith("<__array_function__"):
+        if fn in _EXAMPLES or not fn.startswith(_SKIP) and not fn.startswith("<__array_function__"):
             return f
         f = f.f_back
     return None

@@ -1,36 +1,39 @@
-"""(e) The tape debugger's responsiveness at 1,000 and 10,000 equations, measured on the widget
-model in this process (no browser): what one click on *next* or one selection costs the kernel.
+"""(e) The tape debugger's responsiveness: in the kernel, in a browser, and as a static page.
 
-The tape is the gradient of a loop of elementwise steps (seven equations per step with its
-pullbacks), as in ``bench_graph``. Per size, median wall time (the graph pane waits for the
-``dot`` subprocess, which CPU time of this process would not count) of:
+The big tape is the gradient of a loop of elementwise steps (seven equations per step with its
+pullbacks), as in ``bench_graph``. Median wall time of:
 
-* step, views only: the phase line, the windowed listing, the value inspector and the residuals
-  table redrawn (what every step costs; during Play the graph pane is deferred to the pause);
-* step with the graph pane: the same plus the neighbourhood drawn by Graphviz (a long-lived
-  ``dot``), for a step not seen before, and again for the same steps (drawings cached); and
-  *next* clicked again and again from the middle of the tape;
-* selection: a variable selected (partners, inspector, listing tints, graph tint);
-* building the debugger, once per session (median of three).
+* in the kernel, at 1,000 and 10,000 equations, what one action costs Python (each measure on a
+  fresh debugger, at random places of the tape): a step (views and the graph pane's DOT), *next*
+  again and again from the middle, a selection; building the debugger (median of three); and
+  the bytes a step sends to the view;
+* in headless Chromium (Debian's, under Voila), at 10,000 equations, a click on *next* until the
+  phase line and the listing are repainted (the kernel's round trip included), and until the
+  graph pane, laid out by Graphviz in WebAssembly, is redrawn. Goal: under 50 ms to repaint;
+* the static pages (``dbg.to_html``) of the MLP and the CNN examples: size, and load time until
+  the first graph is drawn (opened from disk, no server).
 
-Steps go to random places of the tape, each measure on a fresh debugger: stepping to the next
-step, whose rows are mostly drawn already, is cheaper than this.
-
-Goal: a step under 50 ms at 10,000 equations.
+    python -m bench.bench_widget
 """
 from __future__ import annotations
 
 from bench.common import format_time
 
 import statistics  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
 import time  # noqa: E402
+from pathlib import Path  # noqa: E402
 
+import nbformat  # noqa: E402
 import numpy as np  # noqa: E402
 
 from tapeviz import debug  # noqa: E402
 
 SIZES = (1_000, 10_000)
 SAMPLES = 25
+CLICKS = 30
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def loop(x, steps):
@@ -54,39 +57,129 @@ def _build(n_eqns: int):
     return dbg, time.perf_counter() - t0
 
 
-def stages(n_eqns: int) -> dict:
+def kernel_stages(n_eqns: int) -> dict:
     """Each measure starts from a fresh debugger, so no step finds its rows already drawn."""
     rng = np.random.default_rng(0)
-    views, t_views = _build(n_eqns)
-    spots = [int(i) for i in rng.choice(views.n_steps, size=SAMPLES, replace=False)]
-    views.play.playing = True                   # as during Play: the graph pane waits
-    out = {"equations": len(views.model.eqns), "steps": views.n_steps,
-           "step, views only": _median(views.step_to, spots)}
-    views.play.playing = False
-    views.step_to(views.n_steps // 2)
-    out["next (sequential) + graph"] = _median(lambda _: views.next(), range(SAMPLES))
-    dbg, t_graph = _build(n_eqns)
+    dbg, t_first = _build(n_eqns)
     spots = [int(i) for i in rng.choice(dbg.n_steps, size=SAMPLES, replace=False)]
-    out["step + graph (new)"] = _median(dbg.step_to, spots)
-    out["step + graph (seen before)"] = _median(dbg.step_to, spots)
+    out = {"equations": len(dbg.model.eqns), "steps": dbg.n_steps, "step": _median(dbg.step_to, spots)}
+    dbg.step_to(dbg.n_steps // 2)
+    out["next (sequential)"] = _median(lambda _: dbg.next(), range(SAMPLES))
     names = [repr(dbg.model.eqns[int(i)].outputs[0]) for i in rng.choice(len(dbg.model.eqns), SAMPLES)]
-    out["selection + graph"] = _median(dbg.select, names)
-    out["build"] = statistics.median([t_views, t_graph, _build(n_eqns)[1]])
-    out["sent per step"] = sum(len(w.value) for w in (dbg.phase, dbg.listing, dbg.inspector, dbg.residuals,
-                                                       dbg.graph_pane))
+    out["selection"] = _median(dbg.select, names)
+    out["build"] = statistics.median([t_first, _build(n_eqns)[1], _build(n_eqns)[1]])
+    out["sent per step"] = sum(len(str(getattr(dbg, t))) for t in ("_frame", "_listing", "_inspector",
+                                                                     "_residuals", "_dot"))
+    return out
+
+
+CLICK_JS = """async (clicks) => {
+  const root = document.querySelector('.tv-root');
+  const phase = root.querySelector('.tv-phase'), pane = root.querySelector('.tv-graph-pane');
+  const painted = () => new Promise((done) => requestAnimationFrame(() => setTimeout(done)));
+  const until = (node, step) => new Promise((done) => {
+    if (node.dataset.step === step) return done();
+    const seen = new MutationObserver(() => { if (node.dataset.step === step) { seen.disconnect(); done(); } });
+    seen.observe(node, { attributes: true });
+  });
+  const out = [];
+  for (let k = 0; k < clicks; k++) {
+    const step = String(Number(phase.dataset.step) + 1);
+    const t0 = performance.now();
+    root.querySelector('button.tv-next').click();
+    await until(phase, step); await painted();
+    const t1 = performance.now();
+    await until(pane, step); await painted();
+    out.push([t1 - t0, performance.now() - t0]);
+  }
+  return out;
+}"""
+
+
+def browser_clicks(n_eqns: int = 10_000) -> dict:
+    """Voila serving a notebook whose debugger stands in the middle of a 10,000-equation tape."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from browser import TOKEN, Server, free_port, jupyter_env, launch
+
+    folder = Path(tempfile.mkdtemp())
+    code = ("import numpy as np\nimport tapeviz\nfrom bench.bench_widget import loop\n"
+            f"dbg = tapeviz.debug(loop, np.ones(3), {n_eqns // 7})\ndbg.step_to(dbg.n_steps // 2)\ndbg")
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)], metadata={
+        "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}), folder / "big.ipynb")
+    port = free_port()
+    server = Server([sys.executable, "-m", "voila", str(folder / "big.ipynb"), "--no-browser",
+                     "--Voila.ip=127.0.0.1", f"--port={port}", f"--token={TOKEN}"], folder,
+                    jupyter_env(folder / "home"), port, folder / "voila.log", "/voila/static/voila.js").start()
+    pw, browser = launch()
+    try:
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.goto(server.url("/"), wait_until="domcontentloaded")
+        page.locator(".tv-graph-pane[data-step]").wait_for(timeout=180_000)
+        page.evaluate(CLICK_JS, 3)                           # warm up: Graphviz compiled, caches
+        samples = page.evaluate(CLICK_JS, CLICKS)
+    finally:
+        browser.close()
+        pw.stop()
+        server.stop()
+    return {"repaint": statistics.median(s[0] for s in samples) / 1000,
+            "graph": statistics.median(s[1] for s in samples) / 1000}
+
+
+def static_pages() -> dict:
+    """Size and load time (first graph drawn) of the MLP's and the CNN's static pages."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from browser import launch
+
+    from ad.examples import mlp_example, mlp_loss
+    from ad.nn.examples import digits_cnn
+
+    cnn = digits_cnn()
+    programs = {"MLP (ad.examples)": (mlp_loss, mlp_example()),
+                "CNN (ad.nn.examples, batch 64)": (cnn.loss, (cnn.params, cnn.x[:64], cnn.y[:64]))}
+    folder = Path(tempfile.mkdtemp())
+    out = {}
+    pw, browser = launch()
+    try:
+        for name, (f, args) in programs.items():
+            dbg = debug(f, *args)
+            t0 = time.perf_counter()
+            path = dbg.to_html(folder / f"{len(out)}.html")
+            written = time.perf_counter() - t0
+            loads = []
+            for _ in range(3):
+                page = browser.new_page()
+                page.goto(path.as_uri())
+                page.locator(".tv-graph-pane[data-step]").wait_for(timeout=60_000)
+                loads.append(page.evaluate("performance.now()") / 1000)
+                page.close()
+            out[name] = {"equations": len(dbg.model.eqns), "bytes": path.stat().st_size, "write": written,
+                         "load": statistics.median(loads)}
+    finally:
+        browser.close()
+        pw.stop()
     return out
 
 
 def run() -> str:
-    results = {n: stages(n) for n in SIZES}
+    results = {n: kernel_stages(n) for n in SIZES}
     header = " | ".join(f"{r['equations']:,} eqns ({r['steps']:,} steps)" for r in results.values())
-    lines = ["### Tape debugger: one click, in the kernel (median wall time)", "",
+    lines = ["### Tape debugger: one action, in the kernel (median wall time)", "",
              f"| action | {header} |", "| --- | " + " | ".join("---:" for _ in SIZES) + " |"]
-    for stage in ("step, views only", "step + graph (new)", "step + graph (seen before)",
-                  "next (sequential) + graph", "selection + graph", "build"):
+    for stage in ("step", "next (sequential)", "selection", "build"):
         lines.append(f"| {stage} | " + " | ".join(format_time(r[stage]) for r in results.values()) + " |")
-    lines.append("| HTML sent per step | " + " | ".join(f"{r['sent per step'] / 1000:.0f} kB"
-                                                       for r in results.values()) + " |")
+    lines.append("| sent to the view per step | " + " | ".join(f"{r['sent per step'] / 1000:.0f} kB"
+                                                              for r in results.values()) + " |")
+    clicks = browser_clicks()
+    lines += ["", "### Tape debugger in the browser: a click on *next*, 10,000 equations (Voila, "
+              f"headless Chromium, median of {CLICKS})", "", "| until | time |", "| --- | ---: |",
+              f"| phase line and listing repainted | {format_time(clicks['repaint'])} |",
+              f"| graph pane laid out (WebAssembly) and repainted | {format_time(clicks['graph'])} |"]
+    pages = static_pages()
+    lines += ["", "### Static pages (`dbg.to_html`): size and load time until the first graph is drawn", "",
+              "| program | equations | page | written in | loads in |", "| --- | ---: | ---: | ---: | ---: |"]
+    for name, p in pages.items():
+        lines.append(f"| {name} | {p['equations']} | {p['bytes'] / 1e6:.2f} MB | {format_time(p['write'])} | "
+                     f"{format_time(p['load'])} |")
     return "\n".join(lines) + "\n"
 
 

@@ -36,13 +36,17 @@ def debug(f, *args, argnums=0, **options) -> "TapeDebugger":
     """A debugger for the gradient of ``f`` at ``args`` (with respect to ``argnums``).
 
     Options: ``rows`` (listing rows drawn on each side of the cursor, default 40) and ``graph_k``
-    (equations around the cursor in the graph pane, default 2).
+    (equations around the cursor in the graph pane, default 2). The debugger is an anywidget:
+    shown by any Jupyter front end, and in marimo by ``mo.ui.anywidget(dbg)``;
+    ``dbg.to_html(path)`` writes a page that steps through it with no kernel.
 
     >>> from ad.examples import mlp_example, mlp_loss
     >>> dbg = tapeviz.debug(mlp_loss, *mlp_example())
     >>> dbg.last()
     >>> dbg.phase_line
     'backward, step 33 of 33: pullback of %6 (matmul) (2 equations)'
+    >>> dbg
+    <TapeDebugger: backward step 33 of 33, 51 equations>
     """
     return _widget().TapeDebugger(f, args, argnums, **options)
 

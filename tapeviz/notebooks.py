@@ -2,26 +2,28 @@
 
     python -m tapeviz.notebooks render [NOTEBOOK ...] --out out/notebooks
 
-Each notebook runs in a fresh kernel with nbclient, in its own folder (as Jupyter runs it); the
-widgets' state is stored in the notebook, and nbconvert writes a page that draws the widgets
-(the tape debugger) from that state, with no kernel behind it. The page loads the widgets' HTML
-manager from a copy placed beside it (vendored in ``tapeviz/static/html-manager``) and loads
-nothing else: no RequireJS, no MathJax, no CDN. The executed notebook is written beside the
-page, so a failure can be read in either.
+Each notebook runs in a fresh kernel with nbclient, in its own folder (as Jupyter runs it), with
+``tapeviz.debugger.page.EMBED_ENV`` set: every tape debugger a cell shows then adds its whole
+session (every step and selection, precomputed) to its output. nbconvert writes a page in which
+each debugger steps, selects and compares from those states with no kernel: the page carries
+the debugger's ES module, stylesheet and Graphviz (WebAssembly) itself, once, and loads nothing:
+no RequireJS, no MathJax, no CDN, no widget manager. Other widgets show their text fallback. The
+executed notebook is written beside the page, so a failure can be read in either.
 """
 from __future__ import annotations
 
 import argparse
+import copy
 import html
+import os
 import re
-import shutil
 import sys
 from pathlib import Path
 
-STATIC = Path(__file__).with_name("static")
-MANAGER = STATIC / "html-manager"
-TEMPLATE = STATIC / "nbconvert" / "offline.html.j2"
-MANAGER_URL = "_static/html-manager/embed.js"     # relative to the pages
+from .debugger.page import EMBED_ENV, SESSION_MIME, assets, mount_html, too_large_html
+
+TEMPLATE = Path(__file__).with_name("static") / "nbconvert" / "offline.html.j2"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 CELL_TIMEOUT = 300                                 # seconds per cell
 DEFAULT_FOLDER = Path("notebooks")
 
@@ -37,9 +39,9 @@ class NotebookError(RuntimeError):
 
 def execute(path, *, timeout: int = CELL_TIMEOUT):
     """Run every cell of the notebook at ``path`` in a fresh kernel (its ``kernelspec``, else
-    python3) with the notebook's folder as working directory; returns the executed
-    ``NotebookNode`` with the widget state in its metadata. A cell that raises, runs longer
-    than ``timeout`` seconds or kills the kernel raises ``NotebookError``."""
+    python3) with the notebook's folder as working directory and the debuggers' sessions
+    embedded in their outputs; returns the executed ``NotebookNode``. A cell that raises, runs
+    longer than ``timeout`` seconds or kills the kernel raises ``NotebookError``."""
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
@@ -47,11 +49,10 @@ def execute(path, *, timeout: int = CELL_TIMEOUT):
     path = Path(path)
     nb = nbformat.read(path, as_version=4)
     kernel = nb.metadata.get("kernelspec", {}).get("name", "python3")
-    client = NotebookClient(nb, timeout=timeout, kernel_name=kernel, store_widget_state=True,
-                            shutdown_kernel="immediate",
+    client = NotebookClient(nb, timeout=timeout, kernel_name=kernel, shutdown_kernel="immediate",
                             resources={"metadata": {"path": str(path.parent.resolve())}})
     try:
-        client.execute()
+        client.execute(env={**os.environ, EMBED_ENV: "1"})
     except (CellExecutionError, CellTimeoutError, DeadKernelError) as exc:
         ran = [(i, c.execution_count) for i, c in enumerate(nb.cells)
                if c.cell_type == "code" and c.execution_count is not None]
@@ -62,15 +63,36 @@ def execute(path, *, timeout: int = CELL_TIMEOUT):
     return nb
 
 
-def to_html(nb, *, manager_url: str = MANAGER_URL) -> str:
-    """The page of an executed notebook, titled by its first heading; its widgets load the HTML
-    manager from ``manager_url`` (relative to the page, or absolute)."""
+def to_html(nb) -> str:
+    """The page of an executed notebook, titled by its first heading, its debuggers drawn from
+    their embedded sessions."""
     from nbconvert import HTMLExporter
 
-    exporter = HTMLExporter(template_name="lab", template_file=str(TEMPLATE),
-                            widget_renderer_url=manager_url)
-    body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": title(nb)}})
+    exporter = HTMLExporter(template_name="lab", template_file=str(TEMPLATE))
+    body, _ = exporter.from_notebook_node(static_outputs(nb), resources={"metadata": {"name": title(nb)}})
     return body
+
+
+def static_outputs(nb):
+    """A copy of ``nb`` whose outputs need no kernel: a debugger's output becomes its static page
+    (the scripts it needs go with the first one), or its snapshot and the reason when its session
+    was too large to embed; other widgets keep only their text or HTML fallback."""
+    nb = copy.deepcopy(nb)
+    nb.metadata.pop("widgets", None)
+    first = True
+    for cell in nb.cells:
+        for output in cell.get("outputs", ()):
+            data = output.get("data", {})
+            data.pop(WIDGET_VIEW, None)
+            embedded = data.pop(SESSION_MIME, None)
+            if embedded is None:
+                continue
+            if "packed" in embedded:
+                data["text/html"] = (assets() if first else "") + mount_html(embedded["packed"])
+                first = False
+            else:
+                data["text/html"] = too_large_html(embedded["error"], data.get("text/html", ""))
+    return nb
 
 
 def title(nb, default: str = "Notebook") -> str:
@@ -83,22 +105,14 @@ def title(nb, default: str = "Notebook") -> str:
     return default
 
 
-def install_manager(out) -> Path:
-    """Copy the vendored widgets HTML manager (script, fonts, licences) under ``out``."""
-    target = Path(out) / Path(MANAGER_URL).parent
-    shutil.copytree(MANAGER, target, dirs_exist_ok=True)
-    return target
-
-
 def render(paths, out) -> list[Path]:
     """Execute each notebook and write ``<name>.html`` and the executed ``<name>.ipynb`` into
-    ``out``, plus the HTML manager and an ``index.html``. Every notebook is attempted; if any
+    ``out``, plus an ``index.html``. Every notebook is attempted; if any
     fails, a ``NotebookError`` lists all failures after the others are written."""
     import nbformat
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    install_manager(out)
     paths = [Path(p) for p in paths]
     stems = {p.stem for p in paths}
     pages, titles, failures = [], [], []

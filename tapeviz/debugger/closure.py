@@ -26,7 +26,7 @@ from ad.tape import Lit, Var, active_vars
 
 from ..graph import summarize
 from .listing import Listing
-from .markup import PICK_JS, attr, esc, onclick
+from .markup import attr, esc
 from .model import DebugModel
 
 MAX_SOURCE_LINES = 40
@@ -193,7 +193,7 @@ def closure_html(model: DebugModel, listing: Listing, comparison, name: str | No
     rows = "".join(_row_html(listing, row) for row in c.rows)
     helpers = "".join(f'<div class="tv-caption">made from</div><pre>{esc(h)}</pre>' for h in c.helpers)
     return (f'<div class="tv-closure-panel"{attr("data-instance", inst.name)}{attr("data-ok", str(c.ok).lower())}'
-            f'{attr("data-fallback", str(bool(c.fallback)).lower())}{onclick(PICK_JS)}>{head}{verdict}'
+            f'{attr("data-fallback", str(bool(c.fallback)).lower())}>{head}{verdict}'
             '<table class="tv-table"><thead><tr><th>operand</th><th>closure cotangent</th><th>lifted cotangent</th>'
             f'<th>max |diff|</th><th>max rel</th><th></th></tr></thead><tbody>{rows}</tbody></table>'
             '<div class="tv-src"><div><div class="tv-caption">rule source</div>'

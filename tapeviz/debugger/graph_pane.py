@@ -1,6 +1,6 @@
-"""The debugger's graph pane: the Graphviz drawing of the neighbourhood of the cursor (never
-the whole tape), the current equation framed, what the step wrote tinted, the selection and
-failed checks tinted, drawn by a long-lived ``dot`` and cached per view."""
+"""The debugger's graph pane: the Graphviz source of the neighbourhood of the cursor (never the
+whole tape), the current equation framed, what the step wrote and failed checks tinted; the
+browser lays it out, the kernel's long-lived ``dot`` draws it when the browser cannot."""
 from __future__ import annotations
 
 import contextlib
@@ -12,12 +12,12 @@ from ..draw import to_graphviz
 from ..export import export_bytes
 from ..render import RenderError, RenderWarning, choose, render
 from .dot import DOT
-from .markup import GRAPH_PICK_JS, attr, esc, onclick
+from .markup import esc
 from .model import DebugModel
 
 SELECTED_TINT = "#bfdbfe"
 FAILED_TINT = "#fecaca"
-SVG_CACHE = 64
+DOT_CACHE = 64
 
 
 def _swatch(frame: str, fill: str, width: int, text: str) -> str:
@@ -34,44 +34,43 @@ LEGEND = '<div class="tv-legend">' + " ".join(
 
 
 class GraphPane:
-    """Draws a model's current view; ``k`` is the window's radius in equations."""
+    """A model's current view as Graphviz source; ``k`` is the window's radius in equations.
+
+    The browser lays the source out (Graphviz in WebAssembly) and tints the selection itself, so
+    the source depends on the step alone and a static page needs one per step. ``svg()`` draws it
+    in the kernel, for a page that may not run WebAssembly; ``export()`` writes files."""
 
     def __init__(self, model: DebugModel, k: int = 2):
         self.model = model
         self.k = k
-        self.svg = ""
         self._cache: OrderedDict = OrderedDict()
 
-    def view(self):
+    def view(self, selection: bool = True):
         """(window, current node, tints) of the cursor's view."""
         m = self.model
         current = "eq/" + m.current
         tint = {repr(v): FAILED_TINT for i, marks in m.marks.items() if any(k.status == "fail" for k in marks)
                 for v in m.eqns[i].outputs}
         tint.update(dict.fromkeys(m.written(), labels.TINT))
-        if m.selected:
+        if selection and m.selected:
             tint[m.selected] = SELECTED_TINT
         return (current, self.k), current, tint
 
-    def draw(self) -> str:
-        """The pane's HTML for the cursor (the SVG in ``self.svg``)."""
-        m = self.model
-        window, current, tint = self.view()
-        key = (current, tuple(tint.items()), m.checks_version)
-        svg = self._cache.get(key)
-        if svg is None:
-            svg = self._cache[key] = self._render(window, current, tint)
-            while len(self._cache) > SVG_CACHE:
+    def dot(self, labels_kind: str = "html") -> str:
+        """The pane's Graphviz source at the cursor (cached per view)."""
+        window, current, tint = self.view(selection=False)
+        key = (current, tuple(tint.items()), self.model.checks_version, labels_kind)
+        source = self._cache.get(key)
+        if source is None:
+            source = self._cache[key] = to_graphviz(self.model.graph, window=window, current=current, tint=tint,
+                                                    legend=False, labels=labels_kind).source
+            while len(self._cache) > DOT_CACHE:
                 self._cache.popitem(last=False)
-        self.svg = svg
-        return (f'<div class="tv-graph-pane"{attr("data-focus", m.current)}{attr("data-step", m.index)}>'
-                f'<div class="tv-caption">equations within {self.k} steps of #{m.step.start}; click a node '
-                f'to inspect it</div>{LEGEND}<div class="tv-graph-svg"{onclick(GRAPH_PICK_JS)}>{svg}</div></div>')
+        return source
 
-    def _render(self, window, current, tint) -> str:
-        kind = "html" if choose() == "dot" else "text"      # the WebAssembly Graphviz: text labels
-        source = to_graphviz(self.model.graph, window=window, current=current, tint=tint,
-                             legend=False, labels=kind).source
+    def svg(self) -> str:
+        """The pane drawn by the kernel's Graphviz (the WebAssembly one has no HTML labels)."""
+        source = self.dot("html" if choose() == "dot" else "text")
         try:
             with graphviz_quiet():
                 text = DOT.svg(source) or render(source).decode()
@@ -80,7 +79,7 @@ class GraphPane:
         return text[text.find("<svg"):]
 
     def export(self, format: str, title: str) -> bytes:
-        """The pane's view as a file's bytes (with a legend and a title)."""
+        """The pane's view as a file's bytes (with a legend, a title and the selection)."""
         window, current, tint = self.view()
         with graphviz_quiet():
             return export_bytes(self.model.graph, format, window=window, current=current, tint=tint,

@@ -4,6 +4,11 @@ beside the card of its cotangent (or, for a cotangent, of its primal).
 The heatmap is an HTML table with one coloured cell per element (a corner of big arrays):
 blue for negative, red for positive, white for zero, scaled by the largest finite magnitude;
 NaN cells are magenta and infinities black, so they cannot be missed.
+
+A card depends on its variable only: it carries the equation that makes it (``data-eq``), both
+notes (computed later, written by this step) and its step number at both granularities; where it
+stands relative to the cursor (``data-when``, set here for the model's cursor and by the view for
+any other) and the view's granularity show the right ones.
 """
 from __future__ import annotations
 
@@ -20,10 +25,10 @@ KINDS = {"input": "input (not differentiated)", "parameter": "differentiated inp
          "output": "output", "cotangent": "backward value"}
 
 
-def inspector_html(model: DebugModel, var_html) -> str:
-    """Cards for the focused variable (the selection, else the current step's first result)
-    and its partner: the cotangent of a forward value, the primal of a cotangent."""
-    name = model.focus
+def inspector_html(model: DebugModel, var_html, name: str | None = None) -> str:
+    """Cards for a variable (default: the focus, the selection else the current step's first
+    result) and its partner: the cotangent of a forward value, the primal of a cotangent."""
+    name = name or model.focus
     d = model.var_attrs[name]
     if d["phase"] == "forward":
         partner = model.cotangents.get(name)
@@ -57,15 +62,17 @@ def card(model: DebugModel, name: str, role: str, var_html) -> str:
         facts.insert(0, f'<span class="tv-label">{esc(d["label"])}</span>')
     if d["output"]:
         facts.append(f'<span class="tv-out">\u2192 {esc(d["output"])}</span>')
-    when = ""
+    when, eq = "", ""
     if p is not None:
-        made = model.step_of(p) + 1
-        facts.append(f"made by #{p} {esc(model.eqns[p].prim.name)}, step {made}")
-        if p >= model.step.stop:
-            when = '<div class="tv-note">not computed yet at the cursor: shown as it will be</div>'
-        elif model.step.start <= p:
-            when = '<div class="tv-note tv-just">written by this step</div>'
-    return (f'<div class="tv-card"{attr("data-role", role)}{attr("data-var", name)}>'
+        steps = "".join(f'<span class="tv-g-{g}">, step {model.step_of(p, g) + 1}</span>'
+                        for g in model.steps)
+        facts.append(f"made by #{p} {esc(model.eqns[p].prim.name)}{steps}")
+        when = ('<div class="tv-when"><div class="tv-note tv-when-future">not computed '
+                'yet at the cursor: shown as it will be</div><div class="tv-note tv-just tv-when-current">'
+                'written by this step</div></div>')
+        place = "future" if p >= model.step.stop else "current" if model.step.start <= p else "done"
+        eq = attr("data-eq", p) + attr("data-when", place)
+    return (f'<div class="tv-card"{attr("data-role", role)}{attr("data-var", name)}{eq}>'
             f'<div class="tv-card-h">{esc(role)} {var_html(name)} {SEP.join(facts)}</div>{when}'
             f'{stats_html(value)}{heatmap_html(value)}</div>')
 

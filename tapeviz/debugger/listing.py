@@ -2,14 +2,16 @@
 pure functions of the model (no widgets), so tests read them as strings.
 
 Only a window of rows around the cursor is drawn; each equation's text is formatted once and
-cached, and what depends on the cursor (the current step, partners, tints) is added around it.
+cached, and what depends on the cursor (the current step, partners) is added around it as
+classes. The view re-applies those classes for whatever step it shows (a static page draws one
+listing for every step), and tints variables (written, partners, selected) the same way.
 """
 from __future__ import annotations
 
 from ad.tape import Var, format_literal, format_param
 
 from ..graph import BACKWARD_BLOCK
-from .markup import PICK_JS, attr, esc, onclick, scroller
+from .markup import attr, esc
 from .model import DebugModel
 
 RESIDUAL_COLOURS = 8
@@ -18,17 +20,21 @@ MAX_PARAMS = 60
 
 # -- the phase line ------------------------------------------------------------------------------
 
+def writes_text(model: DebugModel) -> str:
+    """The first variables the current step writes, for the phase line."""
+    written = model.written()
+    return " ".join(written[:6]) + (" \u2026" if len(written) > 6 else "")
+
+
 def phase_html(model: DebugModel) -> str:
     step = model.step
-    written = model.written()
-    shown = " ".join(written[:6]) + (" \u2026" if len(written) > 6 else "")
     checks = "none" if model.report is None else ("fail" if not model.report.ok else "pass")
     return (f'<div class="tv-phase"{attr("data-phase", step.phase)}{attr("data-step", model.index)}'
             f'{attr("data-steps", model.n_steps)}{attr("data-current", model.current)}'
             f'{attr("data-granularity", model.granularity)}{attr("data-selected", model.selected or "")}'
             f'{attr("data-checks", checks)}>'
             f'<span class="tv-phase-text">{esc(model.phase_line())}</span>'
-            f'<span class="tv-phase-writes">writes {esc(shown)}</span></div>')
+            f'<span class="tv-phase-writes">writes {esc(writes_text(model))}</span></div>')
 
 
 # -- the listing ---------------------------------------------------------------------------------
@@ -36,9 +42,8 @@ def phase_html(model: DebugModel) -> str:
 class Listing:
     """Renders the side-by-side table; caches each equation's formatted text."""
 
-    def __init__(self, model: DebugModel, uid: str, rows_each_side: int = 40):
+    def __init__(self, model: DebugModel, rows_each_side: int = 40):
         self.model = model
-        self.uid = uid
         self.rows_each_side = rows_each_side
         self._lines: dict[int, str] = {}
         self._vars: dict[str, str] = {}
@@ -94,7 +99,7 @@ class Listing:
         cursor = m.row_of_eqn[step.start]
         lo = max(0, cursor - self.rows_each_side)
         hi = min(len(m.rows), cursor + self.rows_each_side + 1)
-        partners, partner_vars = m.partners()
+        partners = m.partners()[0]
         selected = m.producer_index.get(m.selected) if m.selected else None
         ctx = (step.start, step.stop, partners, selected)
         body = []
@@ -109,24 +114,12 @@ class Listing:
                         f'<td class="tv-backward">{self._cell(row.backward, ctx, "backward")}</td></tr>')
         if hi < len(m.rows):
             body.append(f'<tr class="tv-more"><td colspan="2">\u2026 {len(m.rows) - hi} rows below</td></tr>')
-        return (f'<div class="tv-listing" id="{esc(self.uid)}"{attr("data-step", m.index)}'
-                f'{attr("data-current", m.current)}{attr("data-rows", f"{lo}-{hi - 1}")}'
-                f'{attr("data-total-rows", len(m.rows))}>{self._tints(partner_vars)}'
-                f'<div class="tv-scroll"{onclick(PICK_JS)}><table class="tv-pair"><thead><tr>'
+        return (f'<div class="tv-listing"{attr("data-step", m.index)}{attr("data-current", m.current)}'
+                f'{attr("data-rows", f"{lo}-{hi - 1}")}{attr("data-total-rows", len(m.rows))}>'
+                '<div class="tv-scroll"><table class="tv-pair"><thead><tr>'
                 '<th class="tv-forward">forward \u2193 (each rule instance)</th>'
                 '<th class="tv-backward">backward \u2191 (its pullback block and fan-in, runs bottom to top)</th>'
-                f'</tr></thead><tbody>{"".join(body)}</tbody></table>{scroller()}</div></div>')
-
-    def _tints(self, partner_vars) -> str:
-        """What changed at this step, the selection and the residuals its partners read, by CSS:
-        the cached lines need not change."""
-        m = self.model
-        scope = f"#{self.uid} "
-        rules = [f'{scope}.tv-var[data-var="{v}"]{{background:#fde68a}}' for v in m.written()]
-        rules += [f'{scope}.tv-var[data-var="{v}"]{{outline:1px solid #7c3aed}}' for v in sorted(partner_vars)]
-        if m.selected:
-            rules.append(f'{scope}.tv-var[data-var="{m.selected}"]{{outline:2px solid #0369a1;border-radius:2px}}')
-        return f"<style>{''.join(rules)}</style>"
+                f'</tr></thead><tbody>{"".join(body)}</tbody></table></div></div>')
 
     def _inputs(self, partners) -> str:
         m = self.model

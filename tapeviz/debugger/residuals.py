@@ -1,6 +1,7 @@
 """The debugger's residuals table: every forward value the backward pass keeps, with its size,
 producer, consumers and lifetime, a window of rows around the cursor; those live at the cursor
-highlighted."""
+highlighted (each row carries its lifetime as ``data-first``/``data-last``, so the view can
+re-highlight it for any step)."""
 from __future__ import annotations
 
 import bisect
@@ -8,7 +9,7 @@ import bisect
 from ad.tape import Var
 
 from .listing import Listing
-from .markup import PICK_JS, attr, esc, onclick
+from .markup import attr, esc
 from .model import DebugModel
 
 
@@ -38,14 +39,14 @@ def residuals_html(model: DebugModel, listing: Listing, rows_each_side: int = 30
         producer = "input" if r["producer"] is None else f"#{r['producer']} {model.eqns[r['producer']].prim.name}"
         consumers = ", ".join(f"#{c}" for c in r["consumers"][:6]) + (" \u2026" if len(r["consumers"]) > 6 else "")
         cls = ' class="tv-live"' if live else ""
-        rows.append(f'<tr{cls} data-var="{esc(r["name"])}"><td>{listing.var(r["name"])} '
+        rows.append(f'<tr{cls} data-var="{esc(r["name"])}" data-first="{r["first"]}" data-last="{r["last"]}"><td>{listing.var(r["name"])} '
                     f'<span class="tv-label">{esc(r["label"])}</span></td><td>{esc(r["aval"])}</td>'
                     f'<td class="tv-num">{r["bytes"]:,}</td><td>{esc(producer)}</td><td>{esc(consumers)}</td>'
                     f'<td>{first} \u2192 {last}<div class="tv-life"><span style="left:{left:.2f}%;'
                     f'width:{max(width, 0.5):.2f}%"></span><i style="left:{step.start / n_eqns * 100:.2f}%"></i>'
                     f'</div></td></tr>')
     more = f" (rows {lo + 1}\u2013{hi} shown, around the cursor)" if hi - lo < len(table) else ""
-    return (f'<div class="tv-residuals"{attr("data-count", len(table))}{onclick(PICK_JS)}>'
+    return (f'<div class="tv-residuals"{attr("data-count", len(table))}>'
             f'<div class="tv-caption">{len(table)} residuals, {total:,} bytes kept from the forward '
             f'pass for the backward pass{more}; highlighted: live at the cursor</div>'
             '<table class="tv-table"><thead><tr><th>residual</th><th>shape</th><th>bytes</th><th>producer</th>'

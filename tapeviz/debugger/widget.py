@@ -3,35 +3,42 @@ forward and backward listings side by side, steps through it pullback by pullbac
 by primitive), draws the neighbourhood of the cursor, inspects values and cotangents, compares
 closure and lifted pullbacks, and pins the checker's findings on the equations.
 
-It is one plain class that owns its widgets; its state lives in a ``DebugModel`` (``model``) and
-every view is an HTML string drawn from it (``listing``, ``inspector``, ``residuals``,
-``closure``, ``graph_pane``), so notebooks and tests drive it from Python (``dbg.next()``,
-``dbg.select("%7")``, ``dbg.run_checks()``) exactly as the buttons do. The only module of the
-package that imports ipywidgets.
+It is an anywidget: one ES module (``static/debugger.js``) is the view in every front end with
+a widget manager (JupyterLab, Notebook 7, Voila, VS Code, Colab) and in marimo
+(``mo.ui.anywidget(dbg)``). The state lives in a ``DebugModel`` (``model``); every action, from
+a cell (``dbg.next()``, ``dbg.select("%7")``, ``dbg.run_checks()``) or from the view (a message
+``{"action": "next"}``), moves the model, and ``_refresh`` sends what the view shows as traits:
+the frame (``frames``) and HTML drawn by the views (``listing``, ``inspector``, ``residuals``,
+``closure``) and the graph pane's DOT, which the browser lays out. The only module of the
+package that imports ipywidgets (through anywidget).
 """
 from __future__ import annotations
 
-import base64
 import contextlib
-import uuid
+import os
+from pathlib import Path
 from typing import NamedTuple
 
-import ipywidgets as w
+import anywidget
 import numpy as np
+import traitlets
 
 import ad
 
+from . import page
 from .closure import closure_html, compare, instances
-from .graph_pane import GraphPane
+from .frames import NO_CHECKS, checks_part, sel_part, step_part
+from .graph_pane import LEGEND, GraphPane
 from .inspector import inspector_html
-from .listing import Listing, phase_html
-from .markup import attr, esc, static
+from .listing import Listing
+from .markup import static
 from .model import DebugModel
 from .residuals import residuals_html
 
-STYLE = f"<style>{static('debugger.css')}</style>"
+STATIC = Path(__file__).with_name("static")
 MIMES = {"svg": "image/svg+xml", "dot": "text/vnd.graphviz", "png": "image/png", "pdf": "application/pdf",
          "txt": "text/plain"}
+PROGRESS_STEPS = 100          # at most this many progress updates reach the view while checks run
 
 
 class Exported(NamedTuple):
@@ -40,131 +47,86 @@ class Exported(NamedTuple):
     data: bytes
 
 
-class TapeDebugger:
+class TapeDebugger(anywidget.AnyWidget):
     """Forward and backward listings side by side, stepping, graph, values, checks (see module).
 
-    Scripting (each call redraws the widget, wherever it is shown):
+    Scripting (each call redraws the view, wherever it is shown):
     stepping ``next()``, ``prev()``, ``first()``, ``last()``, ``step_to(i)``, ``set_granularity(g)``
-    and ``step``, ``n_steps``, ``current``, ``phase_line``; selection ``select("%7")``,
-    ``selected``, ``step_to_selection()``; ``show_closure(on)`` and ``comparison(name)``; ``run_checks(**options)`` (the
-    report), ``alerts``, ``jump_to_alert(k)``; ``export(format)`` and ``last_export``. The state
-    is ``model`` (a ``DebugModel``); ``root`` is the widget shown.
+    and ``step``, ``n_steps``, ``current``, ``phase_line``, ``granularity``; selection
+    ``select("%7")``, ``selected``, ``step_to_selection()``; ``show_closure(on)``,
+    ``closure_shown`` and ``comparison(name)``; ``run_checks(**options)`` (the report),
+    ``report``, ``alerts``, ``jump_to_alert(k)``; ``export(format)`` and ``last_export``;
+    ``to_html(path)`` writes a page that steps and selects with no kernel. The state is ``model``
+    (a ``DebugModel``).
     """
 
+    _esm = STATIC / "debugger.js"
+    _css = STATIC / "debugger.css"
+    _frame = traitlets.Dict().tag(sync=True)
+    _listing = traitlets.Unicode().tag(sync=True)
+    _inspector = traitlets.Unicode().tag(sync=True)
+    _residuals = traitlets.Unicode().tag(sync=True)
+    _closure = traitlets.Unicode().tag(sync=True)
+    _dot = traitlets.Unicode().tag(sync=True)
+    _legend = traitlets.Unicode(LEGEND).tag(sync=True)
+
     def __init__(self, f, args, argnums=0, *, rows: int = 40, graph_k: int = 2):
+        super().__init__()
         self.f, self.args, self.argnums = f, tuple(args), argnums
         with np.errstate(all="ignore"):        # NaN and Inf are what one debugs: shown, not warned
             self.primal = ad.trace(f, *args)
             self.model = DebugModel(ad.grad_tape(f, *args, argnums=argnums), args)
         # the rules as they are now: a rule swapped later must not change what is shown
         self.rules = {e.prim: e.prim.rule for e in self.primal.eqns}
-        self.listing_view = Listing(self.model, f"tv-{uuid.uuid4().hex[:8]}", rows)
+        self.listing_view = Listing(self.model, rows)
         self.graph = GraphPane(self.model, graph_k)
         self.last_export: Exported | None = None
         self._instances = None
         self._comparisons: dict = {}
-        self._quiet = False
-        self.alert_buttons: list = []
-        self._build()
+        self._closure_on = False
+        self._checks = dict(NO_CHECKS)
+        self._message = ""
+        self._actions = {
+            "hello": lambda _: self.send({"kind": "hello"}),
+            "graphviz": lambda _: self.send({"kind": "graphviz", "source": static("graphviz/graphviz.js")}),
+            "svg": lambda msg: self.send({"kind": "svg", "dot": msg.get("dot"), "svg": self.graph_svg}),
+            "first": lambda _: self.first(), "prev": lambda _: self.prev(),
+            "next": lambda _: self.next(), "last": lambda _: self.last(),
+            "step": lambda msg: self.step_to(int(msg["index"])),
+            "granularity": lambda msg: self.set_granularity(msg["value"]),
+            "select": lambda msg: self._pick(str(msg.get("name") or "")),
+            "goto": lambda _: self.step_to_selection(),
+            "closure": lambda msg: self.show_closure(bool(msg.get("on"))),
+            "checks": lambda _: self._checks_from_view(),
+            "alert": lambda msg: self.jump_to_alert(int(msg["k"])),
+            "export": lambda msg: self._offer(self.export(msg["format"])),
+        }
+        self.on_msg(self._on_message)
         self._refresh()
 
-    # -- widgets ---------------------------------------------------------------------------
-    def _build(self):
-        n = self.model.n_steps
+    def _on_message(self, _widget, content, _buffers) -> None:
+        """An action from the view; unknown ones are ignored (a newer view, an older kernel)."""
+        action = self._actions.get(content.get("action"))
+        if action is not None:
+            action(content)
 
-        def button(text, cls, action, tooltip, **kw):
-            b = w.Button(description=text, tooltip=tooltip, layout=w.Layout(width="auto"), **kw)
-            b.add_class(cls)
-            b.on_click(lambda _: action())
-            return b
-
-        self.first_button = button("\u00ab first", "tv-first", self.first, "go to the first step")
-        self.prev_button = button("\u25c0 prev", "tv-prev", self.prev, "previous step")
-        self.next_button = button("next \u25b6", "tv-next", self.next, "next step", button_style="primary")
-        self.last_button = button("last \u00bb", "tv-last", self.last, "go to the last step")
-        self.play = w.Play(min=1, max=n, value=1, interval=600, description="play",
-                           layout=w.Layout(width="auto"))
-        self.slider = w.IntSlider(min=1, max=n, value=1, description="step", continuous_update=False,
-                                  layout=w.Layout(flex="1 1 auto", min_width="220px"))
-        w.jslink((self.play, "value"), (self.slider, "value"))
-        self.granularity_buttons = w.ToggleButtons(
-            options=[("by pullback", "pullback"), ("by primitive", "primitive")], value="pullback",
-            tooltips=["one rule instance or pullback block per step", "one equation per step"],
-            style={"button_width": "auto"})
-        self.pick = w.Text(placeholder="%n", description="select", continuous_update=False,
-                           layout=w.Layout(width="160px"))
-        self.goto_button = button("step to it", "tv-goto", self.step_to_selection,
-                                  "move the cursor to the step that computes the selected variable")
-        self.closure_toggle = w.ToggleButton(description="closure vs lifted", value=False,
-                                             tooltip="compare the selected rule's closure and lifted pullbacks")
-        self.check_button = button("run checks", "tv-check", self.run_checks,
-                                   "run ad.check on this program", button_style="warning")
-        self.progress = w.IntProgress(min=0, max=1, value=0, layout=w.Layout(width="90px", visibility="hidden"))
-        self.check_summary = w.HTML()
-        self.export_svg_button = button("SVG", "tv-export-svg", lambda: self.export("svg"),
-                                        "export the graph pane as SVG")
-        self.export_dot_button = button("DOT", "tv-export-dot", lambda: self.export("dot"),
-                                        "export the graph pane as DOT source")
-        self.download = w.HTML()
-        self.message = w.HTML()
-        self.phase = w.HTML()
-        self.listing = w.HTML(layout=w.Layout(width="100%"))
-        self.graph_pane = w.HTML()
-        self.inspector = w.HTML()
-        self.closure_panel = w.HTML(layout=w.Layout(display="none"))
-        self.alerts_box = w.VBox([w.HTML('<span class="tv-caption">run the checks to list their findings '
-                                     'here</span>')], layout=w.Layout(max_height="220px", overflow="auto"))
-        self.residuals = w.HTML(layout=w.Layout(flex="1 1 62%", min_width="0"))
-        for widget, cls in [(self.play, "tv-play"), (self.slider, "tv-slider"), (self.pick, "tv-pick"),
-                            (self.granularity_buttons, "tv-granularity"), (self.closure_toggle, "tv-closure"),
-                            (self.progress, "tv-progress"), (self.check_summary, "tv-check-summary"),
-                            (self.download, "tv-download"), (self.message, "tv-message"),
-                            (self.phase, "tv-phase-w"), (self.listing, "tv-listing-w"),
-                            (self.graph_pane, "tv-graph"), (self.inspector, "tv-value-w"),
-                            (self.closure_panel, "tv-closure-w"), (self.alerts_box, "tv-alerts"),
-                            (self.residuals, "tv-residuals-w")]:
-            widget.add_class(cls)
-
-        self.slider.observe(lambda c: self._unless_quiet(self.step_to, c["new"] - 1), "value")
-        self.granularity_buttons.observe(lambda c: self._unless_quiet(self.set_granularity, c["new"]), "value")
-        self.pick.observe(lambda c: self._unless_quiet(self._pick, c["new"]), "value")
-        self.closure_toggle.observe(lambda c: self._unless_quiet(self.show_closure, c["new"]), "value")
-        self.play.observe(lambda c: None if c["new"] else self._draw_graph(), "playing")
-
-        row = w.Layout(align_items="center", flex_flow="row wrap")
-        toolbar = w.HBox([self.first_button, self.prev_button, self.next_button, self.last_button, self.play,
-                          self.slider, self.granularity_buttons], layout=row)
-        tools = w.HBox([self.pick, self.goto_button, self.closure_toggle, self.check_button, self.progress, self.check_summary,
-                        self.export_svg_button, self.export_dot_button, self.download, self.message], layout=row)
-        left = w.VBox([self.listing, self.inspector], layout=w.Layout(flex="1 1 55%", min_width="0"))
-        right = w.VBox([self.graph_pane], layout=w.Layout(flex="1 1 45%", min_width="0"))
-        main = w.HBox([left, right], layout=w.Layout(align_items="flex-start"))
-        alerts = w.VBox([w.HTML("<b>check alerts</b> (click one to jump to its equation)"), self.alerts_box],
-                        layout=w.Layout(flex="1 1 38%", min_width="0"))
-        bottom = w.HBox([alerts, self.residuals], layout=w.Layout(align_items="flex-start"))
-        self.root = w.VBox([w.HTML(STYLE), self.phase, toolbar, tools, main, self.closure_panel, bottom])
-        self.root.add_class("tv-root")
-        for box in (toolbar, tools, main, bottom, left, right, self.root):
-            box.add_class("tv-gap")
-
-    def _unless_quiet(self, fn, *args):
-        if not self._quiet:
-            fn(*args)
-
-    @contextlib.contextmanager
-    def _syncing(self):
-        """Widgets set from the model must not call back into it."""
-        self._quiet = True
-        try:
-            yield
-        finally:
-            self._quiet = False
-
+    # -- what a saved or untrusted notebook shows ------------------------------------------
     def _repr_mimebundle_(self, **kwargs):
-        return self.root._repr_mimebundle_(**kwargs)
+        data, metadata = super()._repr_mimebundle_(**kwargs)
+        data["text/html"] = page.snapshot_html(self)
+        if os.environ.get(page.EMBED_ENV):
+            data[page.SESSION_MIME] = page.session_or_reason(self)
+        return data, metadata
 
     def __repr__(self) -> str:
-        return f"<TapeDebugger {self.phase_line}>"
+        m = self.model
+        return f"<TapeDebugger: {m.step.phase} step {m.index + 1} of {m.n_steps}, {len(m.eqns)} equations>"
+
+    def to_html(self, path, **options) -> Path:
+        """Write a page that shows this session with no kernel: every step at both granularities
+        and every variable's values and closure-versus-lifted comparison are embedded (see
+        ``tapeviz.debugger.page.write_page`` for ``max_bytes``). Returns the path."""
+        return page.write_page(self, path, **options)
 
     # -- stepping --------------------------------------------------------------------------
     @property
@@ -219,7 +181,7 @@ class TapeDebugger:
         """Select a variable ("%7"): the inspector shows it and its cotangent, the listings
         highlight its equation's partners on the other side."""
         self.model.select(name)
-        self.message.value = ""
+        self._message = ""
         self._refresh()
 
     def step_to_selection(self) -> None:
@@ -227,7 +189,7 @@ class TapeDebugger:
         m = self.model
         p = m.producer_index.get(m.selected) if m.selected else None
         if p is None:
-            self.message.value = "<span>select a variable an equation computes first</span>"
+            self._say("select a variable an equation computes first")
             return
         self.step_to(m.step_of(p))
 
@@ -239,17 +201,19 @@ class TapeDebugger:
         try:
             self.select(name)
         except KeyError as exc:
-            self.message.value = f"<span>{esc(exc.args[0])}</span>"
+            self._say(exc.args[0])
+
+    def _say(self, message: str) -> None:
+        self._message = message
+        self._frame = self._frame_now()
 
     # -- closure versus lifted -------------------------------------------------------------
     @property
     def closure_shown(self) -> bool:
-        return self.closure_toggle.value
+        return self._closure_on
 
     def show_closure(self, on: bool = True) -> None:
-        with self._syncing():
-            self.closure_toggle.value = bool(on)
-        self.closure_panel.layout.display = "" if on else "none"
+        self._closure_on = bool(on)
         self._refresh()
 
     def comparison(self, name: str | None = None):
@@ -268,6 +232,11 @@ class TapeDebugger:
                 inst, m.values, m.cotangents, block, m.eqns, m.gt.fallbacks)
         return self._comparisons[inst_name]
 
+    def closure_panel(self, name: str | None = None) -> str:
+        """The closure-versus-lifted panel's HTML for ``name`` (default: the inspector's variable)."""
+        name = name or self.model.focus
+        return closure_html(self.model, self.listing_view, self.comparison(name), name)
+
     # -- checks ----------------------------------------------------------------------------
     @property
     def report(self):
@@ -279,18 +248,16 @@ class TapeDebugger:
         return self.model.alerts
 
     def _check_progress(self, done: int, total: int, what: str):
-        """Called by ad.check per equation: the bar moves while the checks run."""
-        self.progress.max = max(total, 1)
-        self.progress.value = done
-        self.check_summary.value = esc(f"{what} ({done}/{total})")
+        """Called by ad.check per equation: the view's bar moves while the checks run."""
+        if done in (0, total) or done * PROGRESS_STEPS // max(total, 1) != (done - 1) * PROGRESS_STEPS // max(total, 1):
+            self._checks = {**self._checks, "done": done, "total": total, "summary": f"{what} ({done}/{total})"}
+            self._frame = self._frame_now()
 
     def run_checks(self, **options):
         """Run ``ad.check`` on the program (with the rules the tape was built with); pin its
         findings on the equations; jump to the first offending one. Returns the report."""
-        self.progress.layout.visibility = "visible"
-        self.progress.value, self.progress.bar_style = 0, "info"
-        self.progress.description = "checking"
-        self.check_summary.value = "running ad.check\u2026"
+        self._checks = {**NO_CHECKS, "state": "running", "summary": "running ad.check\u2026"}
+        self._frame = self._frame_now()
         with contextlib.ExitStack() as stack:
             for prim, rule in self.rules.items():
                 if prim.rule is not rule:
@@ -299,20 +266,12 @@ class TapeDebugger:
                 report = ad.check(self.f, *self.args, argnums=self.argnums,
                                   progress=self._check_progress, **options)
             except Exception as exc:
-                self.progress.bar_style, self.progress.description = "danger", "error"
-                self.check_summary.value = f'<span class="tv-bad">ad.check raised {esc(exc)}</span>'
+                self._checks = {**NO_CHECKS, "state": "error", "summary": f"ad.check raised {exc}"}
+                self._frame = self._frame_now()
                 raise
         m = self.model
         m.set_report(report)
-        self.progress.value = self.progress.max
-        self.progress.bar_style = "success" if report.ok else "danger"
-        self.progress.description = "passed" if report.ok else "failed"
-        verdict = "tv-good" if report.ok else "tv-bad"
-        self.check_summary.value = (f'<span class="{verdict}"{attr("data-ok", str(report.ok).lower())}>'
-                                    f'{esc(report.summary())}</span>')
-        self.alert_buttons = [self._alert_button(k, a) for k, a in enumerate(m.alerts)]
-        self.alerts_box.children = self.alert_buttons or [
-            w.HTML('<span class="tv-good">no failures or warnings</span>')]
+        self._checks = checks_part(m)
         jump = next((k for k, a in enumerate(m.alerts) if a.eqn is not None and a.status == "fail"), None)
         if jump is not None:
             self.jump_to_alert(jump)
@@ -320,72 +279,58 @@ class TapeDebugger:
             self._refresh()
         return report
 
+    def _checks_from_view(self) -> None:
+        """The view's button: a check that raises is shown in the view (run_checks sets the
+        verdict), not raised into the kernel's log."""
+        with contextlib.suppress(Exception):
+            self.run_checks()
+
     def jump_to_alert(self, k: int | None) -> None:
         """Move to the equation alert ``k`` names (a rule's pullback block for a rule's failure)."""
         m = self.model
         if k is None or not 0 <= k < len(m.alerts):
             return
         alert = m.alerts[k]
-        for j, b in enumerate(self.alert_buttons):
-            (b.add_class if j == k else b.remove_class)("tv-alert-current")
+        self._checks = {**self._checks, "current": k}
         if alert.eqn is None:
-            self.message.value = f"<span>{esc(alert.check)} names no equation</span>"
+            self._say(f"{alert.check} names no equation")
             return
         m.step_to(m.step_of(m.target_of(alert.eqn)))
         m.select(repr(m.eqns[alert.eqn].outputs[0]))
         self._refresh()
 
-    def _alert_button(self, k: int, alert) -> w.Button:
-        b = w.Button(description=_alert_label(alert), tooltip=alert.message,
-                     layout=w.Layout(width="100%", height="auto"))
-        b.add_class("tv-alert")
-        b.add_class(f"tv-alert-{alert.status}")
-        b.on_click(lambda _: self.jump_to_alert(k))
-        return b
-
     # -- export ----------------------------------------------------------------------------
     def export(self, format: str = "svg") -> Exported:
-        """The graph pane's view as a file (svg, dot, png, pdf), offered as a download link and
-        kept in ``last_export``."""
+        """The graph pane's view as a file (svg, dot, png, pdf), drawn by the kernel's Graphviz
+        with a legend and the phase line; kept in ``last_export`` (the view offers a download)."""
         data = self.graph.export(format, self.phase_line)
         mime = MIMES.get(format, "application/octet-stream")
-        name = f"tape-step-{self.step + 1}.{format}"
-        self.last_export = Exported(name, mime, data)
-        href = f"data:{mime};base64,{base64.b64encode(data).decode()}"
-        self.download.value = (f'<a class="tv-download-link" download="{esc(name)}" href="{href}">'
-                               f'\u2b07 {esc(name)} ({len(data):,} bytes)</a>')
+        self.last_export = Exported(f"tape-step-{self.step + 1}.{format}", mime, data)
         return self.last_export
 
-    def _refresh(self):
-        m = self.model
-        n = m.n_steps
-        with self._syncing():
-            for widget in (self.slider, self.play):
-                if n >= widget.max:
-                    widget.max, widget.value = n, m.index + 1
-                else:
-                    widget.value, widget.max = m.index + 1, n
-            self.granularity_buttons.value = m.granularity
-            self.pick.value = m.selected or ""
-        self.phase.value = phase_html(m)
-        self.listing.value = self.listing_view.render()
-        self.inspector.value = inspector_html(m, self.listing_view.var)
-        self.residuals.value = residuals_html(m, self.listing_view)
-        if self.closure_toggle.value:
-            self.closure_panel.value = closure_html(m, self.listing_view, self.comparison(), m.focus)
-        if not self.play.playing:
-            self._draw_graph()
-
-    def _draw_graph(self):
-        self.graph_pane.value = self.graph.draw()
+    def _offer(self, exported: Exported) -> None:
+        self.send({"kind": "file", "name": exported.name, "mime": exported.mime, "size": len(exported.data),
+                   "data": exported.data.decode("utf-8", errors="replace")})
 
     @property
     def graph_svg(self) -> str:
-        """The graph pane's current SVG."""
-        return self.graph.svg
+        """The graph pane drawn by the kernel's Graphviz (the view lays out ``_dot`` itself)."""
+        return self.graph.svg()
 
+    # -- what the view receives ------------------------------------------------------------
+    def _frame_now(self) -> dict:
+        m = self.model
+        return {"eqns": len(m.eqns), "pane": {"k": self.graph.k}, "granularity": m.granularity,
+                "step": step_part(m), "selected": m.selected, "sel": sel_part(m, m.selected),
+                "closure": self._closure_on, "message": self._message, "checks": self._checks}
 
-def _alert_label(alert) -> str:
-    sign = "\u2717" if alert.status == "fail" else "\u26a0"
-    text = f"{sign} {alert.check}: {' '.join(alert.message.split())}"
-    return text if len(text) <= 150 else text[:149] + "\u2026"
+    def _refresh(self):
+        m = self.model
+        with self.hold_sync():
+            self._listing = self.listing_view.render()
+            self._inspector = inspector_html(m, self.listing_view.var)
+            self._residuals = residuals_html(m, self.listing_view)
+            self._closure = self.closure_panel() if self._closure_on else ""
+            self._dot = self.graph.dot()
+            self._frame = self._frame_now()
+

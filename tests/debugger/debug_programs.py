@@ -30,3 +30,15 @@ def debugger_with(entry_name: str, program=None):
 
 def forward_eqn(dbg, prim: str) -> int:
     return next(i for i in range(dbg.model.gt.n_forward) if dbg.model.eqns[i].prim.name == prim)
+
+
+def click(dbg, action: str, **fields) -> None:
+    """What the view sends when a button is pressed or a name clicked: ``{"action": ...}``."""
+    dbg._on_message(dbg, {"action": action, **fields}, [])
+
+
+def answers(dbg, monkeypatch) -> list:
+    """The messages the debugger sends to its view (graphviz, svg, files), collected."""
+    sent = []
+    monkeypatch.setattr(dbg, "send", lambda content, buffers=None: sent.append(content))
+    return sent

@@ -1,5 +1,6 @@
 """A 10,000-equation tape: only a window of rows around the cursor is drawn, and the graph pane
-is a neighbourhood, so what a step sends to the browser does not grow with the tape."""
+is a neighbourhood, so what a step sends to the browser does not grow with the tape; such a tape
+is refused, with what to do, by a static page."""
 import re
 
 import numpy as np
@@ -23,17 +24,17 @@ def rows_drawn(markup: str) -> list[int]:
 def test_only_a_window_of_rows_is_drawn(big):
     for step in (0, big.n_steps // 3, big.n_steps - 1):
         big.step_to(step)
-        rows = rows_drawn(big.listing.value)
+        rows = rows_drawn(big._listing)
         cursor = big.model.row_of_eqn[big.model.step.start]
         assert rows == list(range(max(0, cursor - 40), min(len(big.model.rows), cursor + 41)))
-        assert f'data-row="{cursor}"' in big.listing.value
-        assert len(big.listing.value) < 120_000
+        assert f'data-row="{cursor}"' in big._listing
+        assert len(big._listing) < 120_000
 
 
 def test_graph_pane_and_residuals_stay_small(big):
     big.step_to(big.n_steps // 2)
     assert 0 < big.graph_svg.count('class="node"') < 60
-    residual_rows = re.findall(r'<tr(?: class="tv-live")? data-var=', big.residuals.value)
+    residual_rows = re.findall(r'<tr(?: class="tv-live")? data-var=', big._residuals)
     assert 0 < len(residual_rows) <= 61 and len(big.model.residual_table()) > 1000
 
 
@@ -45,3 +46,14 @@ def test_primitive_granularity_on_a_big_tape(big):
     big.next()
     assert big.model.step.start == start + 1
     big.set_granularity("pullback")
+
+
+def test_a_static_page_of_a_big_tape_is_refused_quickly(big, tmp_path):
+    import time
+    from tapeviz.debugger.page import SessionTooLarge
+    t0 = time.perf_counter()
+    with pytest.raises(SessionTooLarge, match=r"10,0\d\d-equation .* over the limit of 50 MB .* raise max_bytes"):
+        big.to_html(tmp_path / "big.html")
+    assert time.perf_counter() - t0 < 10 and not (tmp_path / "big.html").exists()
+    bundle, _ = big._repr_mimebundle_()
+    assert "application/vnd.tapeviz.session+json" not in bundle     # only the notebook renderer asks

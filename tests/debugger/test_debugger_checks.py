@@ -6,7 +6,7 @@ import pytest
 
 import tapeviz
 from ad.examples import mlp_loss
-from debug_programs import debugger_with, forward_eqn
+from debug_programs import click, debugger_with, forward_eqn
 
 
 def badged(markup: str, column: str) -> set[int]:
@@ -19,7 +19,7 @@ def badged(markup: str, column: str) -> set[int]:
 
 def test_failing_program_jumps_to_the_culprit():
     dbg = debugger_with("culprit in a program")
-    dbg.check_button.click()              # after the `with`: the debugger keeps the rule it showed
+    click(dbg, "checks")                  # after the `with`: the debugger keeps the rule it showed
     report = dbg.report
     assert not report.ok
     sin = forward_eqn(dbg, "sin")
@@ -29,16 +29,20 @@ def test_failing_program_jumps_to_the_culprit():
     assert dbg.model.step.kind == "pullback" and dbg.model.step.of == name
     assert re.match(rf"backward, step \d+ of \d+: pullback of {name} \(sin\)", dbg.phase_line)
     block = dbg.model.rows[dbg.model.row_of_eqn[sin]].backward
-    assert sin in badged(dbg.listing.value, "tv-forward")
-    assert block[0] in badged(dbg.listing.value, "tv-backward")
-    assert 'data-checks="fail"' in dbg.phase.value
-    assert dbg.progress.bar_style == "danger" and 'data-ok="false"' in dbg.check_summary.value
+    assert sin in badged(dbg._listing, "tv-forward")
+    assert block[0] in badged(dbg._listing, "tv-backward")
+    checks = dbg._frame["checks"]
+    assert checks["state"] == "fail" and checks["summary"] == report.summary()
+    assert [a["label"][0] for a in checks["alerts"]] == ["\u2717" if a.status == "fail" else "\u26a0" for a in dbg.alerts]
     assert dbg.model.graph.nodes[f"eq/{name}"]["failures"]
 
     dbg.first()
-    dbg.alert_buttons[-1].click()         # an alert takes the cursor back to the culprit
+    last = len(dbg.alerts) - 1
+    click(dbg, "alert", k=last)           # an alert takes the cursor back to the culprit
     assert dbg.model.step.of == name and dbg.selected == name
-    assert "tv-alert-current" in dbg.alert_buttons[-1]._dom_classes
+    assert dbg._frame["checks"]["current"] == last
+    target = dbg._frame["checks"]["alerts"][last]["target"]       # where a static page jumps
+    assert target["pullback"] == dbg.step and target["select"] == name
 
     dbg.step_to(dbg.model.step_of(sin))   # the culprit drawn red in the graph pane
     assert "#dc2626" in dbg.export("dot").data.decode()
@@ -60,11 +64,11 @@ def test_a_passing_program_has_no_badges(mlp_dbg):
     dbg.step_to(3)
     report = dbg.run_checks()
     assert report.ok and dbg.step == 3
-    assert "tv-badge" not in dbg.listing.value
-    assert dbg.alert_buttons == [] and "no failures or warnings" in dbg.alerts_box.children[0].value
-    assert dbg.progress.bar_style == "success" and 'data-checks="pass"' in dbg.phase.value
+    assert "tv-badge" not in dbg._listing
+    checks = dbg._frame["checks"]
+    assert checks["alerts"] == [] and checks["state"] == "pass"
     # the bar counted the program's equations as ad.check went through them
-    assert dbg.progress.max == len(report.equations) and dbg.progress.value == dbg.progress.max
+    assert checks["total"] == len(report.equations) == checks["done"]
 
 
 @pytest.mark.parametrize("argnums", [0, 1])

@@ -1,5 +1,5 @@
-"""The debugger driven as a user would, through its widgets (``button.click()``, setting a
-widget's value as the browser does) and its Python API, asserting on state and rendered HTML."""
+"""The debugger driven as a user would, through the messages its view sends (``click``) and its
+Python API, asserting on state and on what the view receives (the ``_frame`` and HTML traits)."""
 import base64
 import html
 import re
@@ -10,7 +10,7 @@ import tapeviz
 from ad.examples import mlp_loss
 from tapeviz import labels
 
-from debug_programs import HOSTILE, hostile_loss
+from debug_programs import HOSTILE, answers, click, hostile_loss
 
 
 def current_lines(markup: str) -> list[int]:
@@ -20,33 +20,35 @@ def current_lines(markup: str) -> list[int]:
 def test_buttons_step_and_the_views_follow(mlp_dbg):
     dbg = mlp_dbg
     assert dbg.step == 0 and dbg.current == "%6"
-    assert 'data-step="0"' in dbg.phase.value and 'data-current="%6"' in dbg.phase.value
-    dbg.next_button.click()
-    assert dbg.step == 1 and dbg.slider.value == 2
-    assert f'data-current="{dbg.current}"' in dbg.phase.value
-    assert current_lines(dbg.listing.value) == list(range(dbg.model.step.start, dbg.model.step.stop))
-    dbg.prev_button.click()
-    dbg.prev_button.click()                     # at the first step: stays
+    step = dbg._frame["step"]
+    assert step["index"] == 0 and step["current"] == "%6" and step["text"] == dbg.phase_line
+    click(dbg, "next")
+    assert dbg.step == 1 and dbg._frame["step"]["current"] == dbg.current
+    assert current_lines(dbg._listing) == list(range(dbg.model.step.start, dbg.model.step.stop))
+    click(dbg, "prev")
+    click(dbg, "prev")                          # at the first step: stays
     assert dbg.step == 0
-    dbg.last_button.click()
+    click(dbg, "last")
     assert dbg.step == dbg.n_steps - 1 and dbg.phase_line.startswith("backward, step ")
-    dbg.next_button.click()
+    click(dbg, "next")
     assert dbg.step == dbg.n_steps - 1
-    dbg.first_button.click()
+    click(dbg, "first")
     assert dbg.step == 0
-    dbg.slider.value = 5                         # the slider counts from 1, like the phase line
-    assert dbg.step == 4 and "step 5 of" in dbg.phase.value
+    click(dbg, "step", index=4)                 # the slider sends 0-based indices
+    assert dbg.step == 4 and "step 5 of" in dbg._frame["step"]["text"]
+    click(dbg, "no such action")                # a newer view's message: ignored
+    assert dbg.step == 4
 
 
 def test_what_changed_is_tinted(mlp_dbg):
     dbg = mlp_dbg
     dbg.step_to(20)
     written = dbg.model.written()
-    style = re.search(r"<style>(.*?)</style>", dbg.listing.value).group(1)
-    for v in written:
-        assert f'.tv-var[data-var="{v}"]{{background:' in style
-    svg_key = next(k for k in dbg.graph._cache if k[0] == "eq/" + dbg.current)
-    assert dict(svg_key[1]) == dict.fromkeys(written, labels.TINT)
+    assert dbg._frame["step"]["written"] == written          # the view tints these names
+    key = next(k for k in dbg.graph._cache if k[0] == "eq/" + dbg.current)
+    assert dict(key[1]) == dict.fromkeys(written, labels.TINT)
+    for v in written:                                         # and so does the graph pane
+        assert f'"{v}"' in dbg._dot and labels.TINT in dbg._dot
 
 
 def test_granularity_buttons(mlp_dbg):
@@ -54,34 +56,36 @@ def test_granularity_buttons(mlp_dbg):
     block = next(i for i, s in enumerate(dbg.model.step_list) if s.kind == "pullback" and s.stop - s.start > 2)
     dbg.step_to(block)
     start = dbg.model.step.start
-    dbg.granularity_buttons.value = "primitive"
+    click(dbg, "granularity", value="primitive")
     assert dbg.granularity == "primitive" and dbg.model.step.start == start
-    assert dbg.slider.max == dbg.n_steps == len(dbg.model.eqns)
-    assert 'data-granularity="primitive"' in dbg.phase.value
-    assert len(current_lines(dbg.listing.value)) == 1
+    assert dbg._frame["step"]["n"] == dbg.n_steps == len(dbg.model.eqns)
+    assert dbg._frame["granularity"] == "primitive"
+    assert len(current_lines(dbg._listing)) == 1
 
 
 def test_select_highlights_partners_in_the_listing(mlp_dbg):
     dbg = mlp_dbg
     name = next(s.of for s in dbg.model.step_list if s.kind == "pullback" and s.rule == "matmul")
-    dbg.pick.value = name                        # what a click on a variable does in the browser
-    assert dbg.selected == name and f'data-selected="{name}"' in dbg.phase.value
+    click(dbg, "select", name=name)              # what a click on a variable sends
+    assert dbg.selected == name and dbg._frame["selected"] == name
     partners = dbg.model.partners()[0]
-    marked = {int(i) for i in re.findall(r'class="tv-eq [^"]*tv-partner[^"]*" data-eq="(\d+)"', dbg.listing.value)}
-    assert marked == partners
-    assert f'data-var="{name}"' in dbg.inspector.value.split(">", 1)[0]
-    dbg.goto_button.click()                      # the cursor follows the selection
+    marked = {int(i) for i in re.findall(r'class="tv-eq [^"]*tv-partner[^"]*" data-eq="(\d+)"', dbg._listing)}
+    assert marked == partners == set(dbg._frame["sel"]["partners"])
+    assert f'data-var="{name}"' in dbg._inspector.split(">", 1)[0]
+    click(dbg, "goto")                           # the cursor follows the selection
     assert dbg.model.step.start <= dbg.model.producer_index[name] < dbg.model.step.stop
-    dbg.pick.value = "%99999"                    # a bad name is reported, not raised
-    assert dbg.selected == name and "not a variable" in dbg.message.value
-    dbg.select(None)
-    assert dbg.selected is None
+    click(dbg, "select", name="%99999")          # a bad name is reported, not raised
+    assert dbg.selected == name and "not a variable" in dbg._frame["message"]
+    click(dbg, "select", name="eq/%7")           # a graph node names its equation
+    assert dbg.selected == "%7" and dbg._frame["message"] == ""
+    click(dbg, "select", name="")
+    assert dbg.selected is None and dbg._frame["sel"] is None
 
 
 def test_inspector_shows_value_cotangent_and_heatmap(mlp_dbg, mlp_args):
     dbg = mlp_dbg
     dbg.select("%0")                   # params['W0'], f64[4,8]
-    page = dbg.inspector.value
+    page = dbg._inspector
     assert "params[&#x27;W0&#x27;]" in page and "(4, 8)" in page
     assert page.count("<table class=\"tv-heat\">") == 2              # the value and its cotangent
     value_card, ct_card = page.split('<div class="tv-card"')[1:3]
@@ -94,7 +98,7 @@ def test_nan_and_inf_are_marked():
     dbg = tapeviz.debug(lambda x: np.sum(np.log(x) * x), np.array([[0.0, 1.0], [-1.0, 2.0]]))
     log_out = next(repr(e.outputs[0]) for e in dbg.model.eqns if e.prim.name == "log")
     dbg.select(log_out)
-    page = dbg.inspector.value
+    page = dbg._inspector
     value_card = page.split('<div class="tv-card"')[1]
     assert re.search(r'class="tv-bad"><b>NaN</b> 1<', value_card)
     assert re.search(r'class="tv-bad"><b>Inf</b> 1<', value_card)
@@ -104,83 +108,106 @@ def test_nan_and_inf_are_marked():
 def test_big_arrays_show_a_corner():
     dbg = tapeviz.debug(lambda x: np.sum(np.sin(x)), np.ones((100, 60)))
     dbg.select("%0")
-    page = dbg.inspector.value.split('<div class="tv-card"')[1]
+    page = dbg._inspector.split('<div class="tv-card"')[1]
     assert page.count("<td") == 24 * 32 and "showing 24\u00d732 of (100, 60)" in page
 
 
-def test_hostile_names_are_escaped_everywhere(hostile_args):
+def test_hostile_names_are_escaped_everywhere(hostile_args, monkeypatch):
     dbg = tapeviz.debug(hostile_loss, *hostile_args)
     raw = html.escape(f"params[{HOSTILE!r}]", quote=True)
-    assert raw in dbg.listing.value
+    assert raw in dbg._listing
     name = next(repr(v) for v, n in zip(dbg.model.gt.inputs, dbg.model.gt.input_names) if HOSTILE in n)
+    sent = answers(dbg, monkeypatch)
     dbg.select(name)
     dbg.show_closure(True)
     dbg.last()
-    dbg.export("dot")
-    views = [dbg.listing.value, dbg.inspector.value, dbg.residuals.value, dbg.phase.value,
-             dbg.graph_pane.value, dbg.closure_panel.value, dbg.download.value]
-    assert raw in dbg.inspector.value and raw in dbg.residuals.value
+    click(dbg, "export", format="dot")
+    views = [dbg._listing, dbg._inspector, dbg._residuals, dbg._closure, dbg._repr_mimebundle_()[0]["text/html"]]
+    assert raw in dbg._inspector and raw in dbg._residuals
     for markup in views:
         assert HOSTILE not in markup and "<b>&" not in markup
     assert "<b>&" not in dbg.graph_svg and "&lt;b&gt;" in dbg.graph_svg
+    assert sent[-1]["kind"] == "file"           # the view shows file names and frames as text
+    assert HOSTILE not in repr(dbg)
 
 
 def test_graph_pane_is_a_window_around_the_cursor(mlp_dbg):
     dbg = mlp_dbg
     dbg.step_to(10)
-    assert "<svg" in dbg.graph_svg and f'data-focus="{dbg.current}"' in dbg.graph_pane.value
+    assert dbg._dot.startswith("digraph") and f'id="tvn_{dbg.current}"' in dbg._dot
     ids = set(re.findall(r'<g id="tvn_([^"]*)" class="node"', dbg.graph_svg))
     assert dbg.current in ids and ids <= set(dbg.model.graph)     # clicks map back to tape names
     n_nodes = dbg.graph_svg.count('class="node"')
     assert 0 < n_nodes < len(dbg.model.graph)
+    before = dbg._dot
+    dbg.select("%3")                             # the view tints the selection: the DOT stays
+    assert dbg._dot == before and dbg._frame["selected"] == "%3"
 
 
-def test_play_defers_the_graph_until_it_stops(mlp_dbg):
+def test_the_view_gets_graphviz_and_the_kernels_drawing_on_request(mlp_dbg, monkeypatch):
     dbg = mlp_dbg
-    before = dbg.graph_svg
-    dbg.play.playing = True
-    dbg.slider.value = 12                        # the Play widget moves the slider (jslink)
-    assert dbg.step == 11 and dbg.graph_svg == before
-    dbg.play.playing = False
-    assert dbg.graph_svg != before and f'data-step="11"' in dbg.graph_pane.value
+    sent = answers(dbg, monkeypatch)
+    click(dbg, "hello")
+    click(dbg, "graphviz")
+    click(dbg, "svg", dot=dbg._dot)              # a page whose CSP forbids WebAssembly
+    assert [m["kind"] for m in sent] == ["hello", "graphviz", "svg"]
+    assert "Graphviz" in sent[1]["source"] and len(sent[1]["source"]) > 500_000
+    assert sent[2]["dot"] == dbg._dot and sent[2]["svg"].startswith("<svg")
+    assert all("graphviz" not in key for key in dbg.get_state())   # never saved with the notebook
 
 
-def test_export_buttons_keep_the_file_and_offer_a_link(mlp_dbg):
+def test_export_keeps_the_file_and_offers_it(mlp_dbg, monkeypatch):
     dbg = mlp_dbg
     dbg.step_to(7)
-    dbg.export_svg_button.click()
+    sent = answers(dbg, monkeypatch)
+    click(dbg, "export", format="svg")
     svg = dbg.last_export
     assert svg.name == "tape-step-8.svg" and svg.mime == "image/svg+xml" and b"<svg" in svg.data
-    href = re.search(r'href="data:image/svg\+xml;base64,([^"]+)"', dbg.download.value).group(1)
-    assert base64.b64decode(href) == svg.data
-    dbg.export_dot_button.click()
+    assert sent[-1] == {"kind": "file", "name": svg.name, "mime": svg.mime, "size": len(svg.data),
+                        "data": svg.data.decode()}
+    dbg.export("dot")
     assert dbg.last_export.data.startswith(b"digraph") and f'"{dbg.current}"'.encode() in dbg.last_export.data
 
 
 def test_residuals_table_and_live_rows(mlp_dbg):
     dbg = mlp_dbg
     dbg.last()
-    rows = re.findall(r'<tr( class="tv-live")? data-var="(%\d+)"', dbg.residuals.value)
-    assert [n for _, n in rows] == [r["name"] for r in dbg.model.residual_table()]
-    live = {n for cls, n in rows if cls}
+    rows = re.findall(r'<tr( class="tv-live")? data-var="(%\d+)" data-first="(-?\d+)" data-last="(-?\d+)"',
+                      dbg._residuals)
+    table = dbg.model.residual_table()
+    assert [n for _, n, _, _ in rows] == [r["name"] for r in table]
+    assert [(int(a), int(b)) for _, _, a, b in rows] == [(r["first"], r["last"]) for r in table]
+    live = {n for cls, n, _, _ in rows if cls}
     step = dbg.model.step
-    assert live == {r["name"] for r in dbg.model.residual_table() if r["first"] <= step.start <= r["last"]}
+    assert live == {r["name"] for r in table if r["first"] <= step.start <= r["last"]}
 
 
-def test_displays_as_its_root_widget(mlp_dbg):
-    bundle = mlp_dbg._repr_mimebundle_()
-    assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == mlp_dbg.root.model_id
-    assert "tv-root" in mlp_dbg.root._dom_classes
-    classes = {c for wid in mlp_dbg.root.children for c in getattr(wid, "_dom_classes", ())}
-    assert {"tv-phase-w"} <= classes
-    for cls in ("tv-next", "tv-prev", "tv-check", "tv-first", "tv-last"):
-        assert any(cls in b._dom_classes for b in (mlp_dbg.next_button, mlp_dbg.prev_button, mlp_dbg.check_button,
-                                                    mlp_dbg.first_button, mlp_dbg.last_button))
-    assert 'class="tv-forward"' in mlp_dbg.listing.value and 'class="tv-backward"' in mlp_dbg.listing.value
-    assert "tv-graph" in mlp_dbg.graph_pane._dom_classes
+def test_displays_as_an_anywidget_with_a_text_and_html_fallback(mlp_dbg):
+    import anywidget
+    dbg = mlp_dbg
+    assert isinstance(dbg, anywidget.AnyWidget)
+    dbg.last()
+    bundle, _ = dbg._repr_mimebundle_()
+    m = dbg.model
+    assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == dbg.model_id
+    assert bundle["text/plain"] == f"<TapeDebugger: backward step {m.n_steps} of {m.n_steps}, {len(m.eqns)} equations>"
+    snapshot = bundle["text/html"]
+    assert "tv-snapshot" in snapshot and "<script" not in snapshot and "onclick" not in snapshot
+    assert html.escape(dbg.phase_line) in snapshot and current_lines(snapshot)
+    state = dbg.get_state()
+    assert {"_esm", "_css", "_frame", "_listing", "_dot"} <= set(state)
+    assert "export default" in state["_esm"] and ".tv-root" in state["_css"]
+
+
+def test_the_view_module_uses_no_inline_handlers():
+    from tapeviz.debugger.markup import static
+    esm = static("debugger.js")
+    assert "innerHTML" in esm and "addEventListener" in esm
+    for forbidden in ("onclick", "onerror", "eval(", "new Function", "setAttribute(\"on"):
+        assert forbidden not in esm
 
 
 def test_debug_takes_argnums(mlp_args):
     dbg = tapeviz.debug(mlp_loss, *mlp_args, argnums=1)
     assert dbg.model.gt.wrt == (4,)
-    assert "x" in dbg.model.gt.input_names and "grad x" in dbg.listing.value
+    assert "x" in dbg.model.gt.input_names and "grad x" in dbg._listing

@@ -10,127 +10,13 @@ loopback is aborted; servers die with pytest (PR_SET_PDEATHSIG) and are stopped 
 from __future__ import annotations
 
 import json
-import os
-import re
-import signal
-import socket
-import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-from browser import ARTIFACTS, require_chromium
-from debugger_notebook import NOTEBOOK, make_notebook
-
-ROOT = Path(__file__).resolve().parents[2]
-TOKEN = "tapeviz-e2e-token"          # fixed: the servers listen on 127.0.0.1 only
-SERVER_START_TIMEOUT = 60
-SERVER_STOP_TIMEOUT = 15
-UI_TIMEOUT_MS = 30_000
-LOOPBACK = re.compile(r"^(https?|wss?)://(127\.0\.0\.1|localhost|\[::1\])[:/]")
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def jupyter_env(home: Path) -> dict[str, str]:
-    """Private Jupyter dirs (no state leaks in or out), Lab's news toast off, and this checkout
-    first on the kernel's path (so the kernel imports the code under test)."""
-    env = os.environ.copy()
-    dirs = {"JUPYTER_CONFIG_DIR": home / "config", "JUPYTER_DATA_DIR": home / "data",
-            "JUPYTER_RUNTIME_DIR": home / "runtime", "IPYTHONDIR": home / "ipython"}
-    for key, path in dirs.items():
-        path.mkdir(parents=True, exist_ok=True)
-        env[key] = str(path)
-    env["JUPYTER_PLATFORM_DIRS"] = "1"
-    env["PYTHONUNBUFFERED"] = "1"
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    labconfig = dirs["JUPYTER_CONFIG_DIR"] / "labconfig"
-    labconfig.mkdir(exist_ok=True)
-    (labconfig / "page_config.json").write_text(json.dumps(
-        {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}))
-    return env
-
-
-def _die_with_parent() -> None:
-    import ctypes
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)   # PR_SET_PDEATHSIG
-
-
-class Server:
-    """A Jupyter server-like process (jupyter lab, voila) on 127.0.0.1:<port>."""
-
-    def __init__(self, argv, cwd: Path, env, port: int, log: Path, ready_path: str):
-        self.argv, self.cwd, self.env, self.port, self.log_path = argv, cwd, env, port, log
-        self.ready_path = ready_path          # answers 200 once serving, without starting a kernel
-        self.base_url = f"http://127.0.0.1:{port}"
-        self.proc = None
-
-    def url(self, path: str = "/") -> str:
-        return f"{self.base_url}{path}?token={TOKEN}"
-
-    def log_tail(self, n: int = 40) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
-        except OSError:
-            return "<no log>"
-
-    def start(self) -> "Server":
-        self._log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(self.argv, cwd=self.cwd, env=self.env, stdin=subprocess.DEVNULL,
-                                     stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,
-                                     preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
-        try:
-            self._wait_ready()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def _wait_ready(self) -> None:
-        deadline = time.monotonic() + SERVER_START_TIMEOUT
-        url = f"{self.base_url}{self.ready_path}?token={TOKEN}"
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.log_tail()}")
-            try:
-                with urllib.request.urlopen(url, timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except urllib.error.HTTPError as exc:
-                raise RuntimeError(f"{url} -> HTTP {exc.code}:\n{self.log_tail()}") from exc
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                pass
-            time.sleep(0.2)
-        raise TimeoutError(f"server not ready in {SERVER_START_TIMEOUT}s:\n{self.log_tail()}")
-
-    def stop(self) -> None:
-        """SIGTERM (the server shuts its kernels down), then SIGKILL what is left, by PID."""
-        if self.proc is None:
-            return
-        if self.proc.poll() is None:
-            import psutil
-            try:
-                children = psutil.Process(self.proc.pid).children(recursive=True)
-            except psutil.NoSuchProcess:
-                children = []
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(SERVER_STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-            for p in psutil.wait_procs(children, timeout=5)[1]:
-                p.kill()
-        self._log.close()
-
+from browser import ARTIFACTS, LOOPBACK, TOKEN, UI_TIMEOUT_MS, Server, free_port, jupyter_env, require_chromium
+from debugger_notebook import MARIMO_APP, NOTEBOOK, make_marimo_app, make_notebook
 
 @pytest.fixture(scope="session")
 def notebook_dir(tmp_path_factory) -> Path:
@@ -140,17 +26,67 @@ def notebook_dir(tmp_path_factory) -> Path:
     return d
 
 
-@pytest.fixture(scope="session")
-def lab_server(tmp_path_factory, notebook_dir):
+# what a hardened JupyterHub sends: no 'unsafe-inline' for scripts. JupyterLab itself needs
+# 'unsafe-eval' (its settings schemas compile to functions) and blob: is how anywidget imports a
+# widget's ES module.
+STRICT_CSP = ("default-src 'self'; script-src 'self' blob: 'unsafe-eval'; style-src 'self' 'unsafe-inline'; "
+              "img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self' ws: wss:; "
+              "frame-ancestors 'self'")
+
+
+def jupyter_server(tmp_path_factory, app: str, *extra: str) -> Server:
+    """``python -m <app>`` (jupyterlab, notebook) on loopback, serving a folder of its own that
+    holds the notebook (each server autosaves outputs into what it opens)."""
     require_chromium()
-    home = tmp_path_factory.mktemp("jupyter-home-lab")
+    root = tmp_path_factory.mktemp(f"nbroot-{app}")
+    make_notebook(root / NOTEBOOK)
+    home = tmp_path_factory.mktemp(f"jupyter-home-{app}")
     port = free_port()
-    argv = [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root",
-            "--ip=127.0.0.1", f"--port={port}", "--ServerApp.port_retries=0",
-            f"--IdentityProvider.token={TOKEN}", f"--ServerApp.root_dir={notebook_dir}",
-            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
-    server = Server(argv, notebook_dir, jupyter_env(home), port, home / "jupyter-lab.log",
-                    "/api/status").start()
+    argv = [sys.executable, "-m", app, "--no-browser", "--allow-root", "--ip=127.0.0.1", f"--port={port}",
+            "--ServerApp.port_retries=0", f"--IdentityProvider.token={TOKEN}", f"--ServerApp.root_dir={root}",
+            *extra]
+    return Server(argv, root, jupyter_env(home), port, home / f"{app}.log", "/api/status").start()
+
+
+@pytest.fixture(scope="session")
+def lab_server(tmp_path_factory):
+    server = jupyter_server(tmp_path_factory, "jupyterlab",
+                            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate")
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def strict_lab_server(tmp_path_factory):
+    """JupyterLab behind a strict Content-Security-Policy."""
+    settings = json.dumps({"headers": {"Content-Security-Policy": STRICT_CSP}})
+    server = jupyter_server(tmp_path_factory, "jupyterlab",
+                            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+                            f"--ServerApp.tornado_settings={settings}")
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def notebook7_server(tmp_path_factory):
+    server = jupyter_server(tmp_path_factory, "notebook")
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def marimo_server(tmp_path_factory):
+    """``marimo run`` of the same program, showing ``mo.ui.anywidget(dbg)``."""
+    require_chromium()
+    root = tmp_path_factory.mktemp("marimo")
+    app = make_marimo_app(root / MARIMO_APP)
+    home = tmp_path_factory.mktemp("marimo-home")
+    env = jupyter_env(home)
+    env["HOME"] = str(home)                      # marimo keeps its config under HOME
+    port = free_port()
+    argv = [sys.executable, "-m", "marimo", "run", str(app), "--headless", "--host", "127.0.0.1",
+            "--port", str(port), "--no-token"]
+    server = Server(argv, root, env, port, home / "marimo.log", "/").start()
     yield server
     server.stop()
 
@@ -178,7 +114,7 @@ def new_page(browser):
     pg = context.new_page()
     pg.set_default_timeout(UI_TIMEOUT_MS)
     pg.js_errors = []
-    pg.on("pageerror", lambda exc: pg.js_errors.append(f"pageerror: {exc}"))
+    pg.on("pageerror", lambda exc: pg.js_errors.append(f"pageerror: {exc}\n{exc.stack}"))
     return pg
 
 

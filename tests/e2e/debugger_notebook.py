@@ -3,7 +3,8 @@ wrong sign (registered with ``ad.using_rule`` while the debugger is built, as a 
 bug would), with a parameter named by a hostile dict key to prove every label is escaped.
 
 ``python tests/e2e/debugger_notebook.py OUT.ipynb`` writes it; the fixtures write it into a
-throw-away folder for each run.
+throw-away folder for each run, and the same program as a marimo app (``make_marimo_app``),
+where the cell shows ``mo.ui.anywidget(dbg)``.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 HOSTILE = '<b>&"x{|}'
 NOTEBOOK = "debugger_demo.ipynb"
+MARIMO_APP = "debugger_demo.py"
 
 CELL = r'''
 import numpy as np
@@ -51,6 +53,16 @@ def make_notebook(path) -> Path:
                   "language_info": {"name": "python"}})
     path = Path(path)
     nbformat.write(nb, path)
+    return path
+
+
+def make_marimo_app(path) -> Path:
+    body = "\n".join("    " + line if line else "" for line in CELL.splitlines()[:-1])
+    path = Path(path)
+    path.write_text(
+        "import marimo\n\napp = marimo.App(width=\"full\")\n\n\n@app.cell\ndef _():\n"
+        f"    import marimo as mo\n{body}\n    widget = mo.ui.anywidget(dbg)\n    widget\n"
+        "    return (widget,)\n\n\nif __name__ == \"__main__\":\n    app.run()\n")
     return path
 
 

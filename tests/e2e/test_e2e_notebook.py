@@ -1,11 +1,16 @@
 """The notebook runs headless (nbclient, no browser) and leaves a debugger widget behind: the
-cheap check that the browser tests' notebook itself is sound."""
+cheap check that the browser tests' notebook itself is sound; then the shared scenario in
+Notebook 7 (the ``notebook`` package)."""
+import re
 from pathlib import Path
 
 import nbformat
+import pytest
 from nbclient import NotebookClient
+from playwright.sync_api import expect
 
-from debugger_notebook import make_notebook
+from debugger_notebook import NOTEBOOK, make_notebook
+from scenario import KERNEL_TIMEOUT_MS, step_select_zoom_check
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
@@ -15,15 +20,31 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_notebook_executes_and_shows_the_debugger(tmp_path, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", str(ROOT))      # the kernel imports this checkout
     nb = nbformat.read(make_notebook(tmp_path / "debugger_demo.ipynb"), as_version=4)
-    NotebookClient(nb, timeout=120, startup_timeout=60, kernel_name="python3",
+    NotebookClient(nb, timeout=120, startup_timeout=60, kernel_name="python3", store_widget_state=True,
                    resources={"metadata": {"path": str(tmp_path)}}).execute()
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"], outputs
     views = [o for o in outputs if WIDGET_VIEW in o.get("data", {})]
     assert len(views) == 1
+    assert views[0].data["text/plain"].startswith("<TapeDebugger: forward step 1 of 40, ")
+    assert "tv-snapshot" in views[0].data["text/html"]
     state = nb.metadata["widgets"][WIDGET_STATE]["state"]
-    root = state[views[0].data[WIDGET_VIEW]["model_id"]]["state"]
-    assert "tv-root" in root["_dom_classes"]
-    html = [m["state"]["value"] for m in state.values() if m["model_name"] == "HTMLModel"]
-    assert any('data-step="0"' in h and "tv-phase" in h for h in html)
-    assert any("<svg" in h and "tv-graph-pane" in h for h in html)
+    debugger = state[views[0].data[WIDGET_VIEW]["model_id"]]
+    assert debugger["model_module"] == "anywidget"                    # one widget (and its layout), no tree
+    assert {m["model_name"] for m in state.values()} == {"AnyModel", "LayoutModel"}
+    assert debugger["state"]["_frame"]["step"]["index"] == 0
+    assert debugger["state"]["_dot"].startswith("digraph")
+
+
+@pytest.mark.browser
+def test_notebook7(notebook7_server, page, artifacts):
+    page.goto(notebook7_server.url(f"/notebooks/{NOTEBOOK}"), wait_until="domcontentloaded")
+    # as in Lab, "idle" shows before the kernel exists: wait for its name too (else running
+    # opens a "Select Kernel" dialog)
+    expect(page.locator(".jp-KernelName")).to_have_text(re.compile(r"^Python 3"), timeout=60_000)
+    expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status=idle]")).to_be_visible(timeout=60_000)
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+    root = page.locator(".jp-OutputArea-output .tv-root")
+    expect(root).to_be_visible(timeout=KERNEL_TIMEOUT_MS)
+    step_select_zoom_check(page, root, artifacts, "notebook7")

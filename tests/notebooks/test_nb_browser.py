@@ -1,6 +1,6 @@
 """The rendered pages in headless Chromium, served from 127.0.0.1 with every other host
-unreachable: the debugger draws itself from the embedded widget state, with no kernel and no
-request off the machine."""
+unreachable: the debugger draws itself from its embedded session and steps, selects and compares
+with no kernel and no request off the machine."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -14,7 +14,7 @@ NOTEBOOKS = find_notebooks([Path(__file__).resolve().parents[2] / "notebooks"])
 TOUR = next(n for n in NOTEBOOKS if n.stem.endswith("tour"))
 
 pytestmark = pytest.mark.browser
-WAIT = 30_000          # ms: the first render loads a 1.9 MB script on a possibly busy machine
+WAIT = 30_000          # ms: the first render compiles Graphviz (WebAssembly) on a possibly busy machine
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
@@ -26,16 +26,25 @@ def test_page_opens_offline(page, server, notebook):
     assert page.external == [] and page.errors == []
 
 
-def test_tour_shows_the_debugger_from_its_embedded_state(page, server, artifacts):
+def test_tour_steps_and_selects_from_its_embedded_session(page, server, artifacts):
     page.goto(f"{server}/{TOUR.stem}.html")
-    for part in (".tv-forward", ".tv-backward", ".tv-graph", ".tv-next"):
-        expect(page.locator(part).first).to_be_visible(timeout=WAIT)
-    # the state the notebook's cell left: stopped at tanh's pullback block
-    expect(page.locator(".tv-phase").first).to_contain_text("backward")
-    expect(page.locator(".tv-phase").first).to_contain_text("pullback of %3 (tanh)")
-    expect(page.locator("td.tv-forward").filter(has_text="tanh").first).to_be_visible()
-    expect(page.locator(".tv-graph svg").first).to_be_visible()
+    root = page.locator(".tv-root")
+    phase = root.locator(".tv-phase")
+    # the state the notebook's cell left: stopped at tanh's pullback block, %3 selected
+    expect(phase.locator(".tv-phase-text")).to_contain_text("pullback of %3 (tanh)", timeout=WAIT)
+    expect(phase).to_have_attribute("data-selected", "%3")
+    expect(root.locator(".tv-graph-pane")).to_have_attribute("data-step", phase.get_attribute("data-step"),
+                                                             timeout=WAIT)
+    step = int(phase.get_attribute("data-step"))
+    root.locator("button.tv-next").click()
+    expect(phase).to_have_attribute("data-step", str(step + 1))
+    root.locator("button.tv-prev").click()
+    expect(phase).to_have_attribute("data-step", str(step))
+    root.locator(".tv-listing td.tv-forward .tv-var[data-var='%2']").first.click()
+    expect(root.locator(".tv-value")).to_have_attribute("data-var", "%2")
+    root.locator("button.tv-closure").click()
+    expect(root.locator(".tv-closure-panel")).to_have_attribute("data-ok", "true")
     page.wait_for_load_state("load")
-    page.locator(".tv-forward").first.scroll_into_view_if_needed()
+    root.scroll_into_view_if_needed()
     page.screenshot(path=str(artifacts / "notebook_tour_debugger.png"))
     assert page.external == [] and page.errors == []

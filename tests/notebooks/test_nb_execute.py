@@ -1,5 +1,6 @@
 """The notebooks as stored, executed and rendered: each runs without errors in a fresh kernel,
-and the render command writes a page for each that loads nothing from the network."""
+and the render command writes a page for each that loads nothing from the network, with every
+debugger's session embedded."""
 from __future__ import annotations
 
 import html
@@ -9,7 +10,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tapeviz.notebooks import MANAGER_URL, NotebookError, execute, find_notebooks, main, title
+from tapeviz.debugger.page import SESSION_MIME, unpack
+from tapeviz.notebooks import NotebookError, execute, find_notebooks, main, title
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = find_notebooks([ROOT / "notebooks"])
@@ -55,23 +57,28 @@ def test_render_command_writes_a_page_per_notebook(site):
     assert f'href="{NOTEBOOKS[1].stem}.html"' in tour and ".ipynb\"" not in tour   # pages link pages
     index = (site.out / "index.html").read_text(encoding="utf-8")
     assert all(f'href="{n.stem}.html"' in index for n in NOTEBOOKS)
-    manager = site.out / MANAGER_URL
-    assert manager.is_file() and (manager.parent / "LICENSE").is_file()
+    assert sorted(p.name for p in site.out.iterdir() if p.is_dir()) == []      # no manager to copy
 
 
-def test_widget_state_is_embedded_with_the_local_manager(site):
-    """A page with widget views carries their state and loads the vendored manager."""
-    with_widgets = [n for n in NOTEBOOKS if any(
-        WIDGET_VIEW in o.get("data", {}) for c in site.executed(n).cells for o in c.get("outputs", ()))]
-    assert with_widgets, "no notebook displays a widget (the debugger)"
-    for notebook in with_widgets:
-        state = site.executed(notebook).metadata["widgets"][WIDGET_STATE]["state"]
+def test_each_debugger_embeds_its_session_and_its_page_the_scripts_once(site):
+    """The tour and the bug hunt show a debugger each; its page carries the session it had
+    when the cell showed it, and the view's module, stylesheet and Graphviz once."""
+    sessions = {}
+    for notebook in NOTEBOOKS:
+        outputs = [o for c in site.executed(notebook).cells for o in c.get("outputs", ())]
+        embedded = [o.data[SESSION_MIME] for o in outputs if SESSION_MIME in o.get("data", {})]
         page = site.page(notebook).read_text(encoding="utf-8")
-        assert f'<script type="{WIDGET_STATE}">' in page and state
-        assert f'<script src="{MANAGER_URL}"></script>' in page
-    tour = site.executed(NOTEBOOKS[0]).metadata["widgets"][WIDGET_STATE]["state"]
-    roots = [m for m in tour.values() if "tv-root" in m["state"].get("_dom_classes", ())]
-    assert len(roots) == 1, "the tour embeds one debugger"
+        assert page.count('class="tv-static"') == len(embedded)
+        assert page.count('id="tv-graphviz"') == (1 if embedded else 0)
+        assert WIDGET_STATE not in page and WIDGET_VIEW not in page
+        if embedded:
+            sessions[notebook.stem] = unpack(embedded[0]["packed"])
+    tour = sessions.pop(NOTEBOOKS[0].stem)
+    assert tour["start"]["selected"] == "%3" and tour["start"]["granularity"] == "pullback"
+    assert tour["steps"]["pullback"][tour["start"]["index"]]["text"].endswith("pullback of %3 (tanh) (3 equations)")
+    bugs = sessions.pop(next(n.stem for n in NOTEBOOKS if "bugs" in n.stem))
+    assert bugs["checks"]["state"] == "fail" and bugs["checks"]["alerts"]
+    assert not sessions, f"unexpected debuggers in {sorted(sessions)}"
 
 
 class _Resources(HTMLParser):

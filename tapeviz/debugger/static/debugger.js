@@ -1,0 +1,688 @@
+/* The tape debugger's view, written once for every front end: an anywidget module (JupyterLab,
+   Notebook 7, Voila, VS Code, Colab, marimo) that also draws static pages.
+
+   The view reads its model's traits (_frame: the cursor, selection and checks; _listing,
+   _inspector, _residuals, _closure: HTML that Python rendered and escaped; _dot: the graph pane's
+   Graphviz source) and sends every user action as a message ({action: "next"}, ...). In a
+   notebook the model is anywidget's and Python answers by updating the traits; on a static page
+   it is a Session built from the states the page embeds, which answers the same messages. What
+   depends on the cursor or the selection (current line, partners, tints, notes) is applied here
+   by classes, so one listing or card serves every step. Listeners only, never inline handlers:
+   the view works under a Content-Security-Policy without 'unsafe-inline'. Tape strings reach the
+   DOM as text, or inside Python's escaped HTML. */
+
+const TRAITS = ["_frame", "_listing", "_inspector", "_residuals", "_closure", "_dot", "_legend"];
+const HTML_PARTS = [["_listing", "listing"], ["_inspector", "inspector"], ["_residuals", "residuals"],
+  ["_closure", "closure"]];
+const PLAY_MS = 600;
+const SVG_CACHE = 64;
+const ZOOM = 1.25;
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (key === "class") node.className = value;
+    else if (key === "text") node.textContent = value;
+    else node.setAttribute(key, value);
+  }
+  node.append(...children);
+  return node;
+}
+
+function button(cls, text, title) {
+  return el("button", { class: `tv-button ${cls}`, type: "button", title, text });
+}
+
+/* Where an equation stands relative to the cursor's step [start, stop). */
+function when(i, step) {
+  return i < step.start ? "done" : i < step.stop ? "current" : "future";
+}
+
+/* The DOM of one view, built once; the parts are refilled as traits change. */
+function skeleton(root) {
+  const ui = {
+    phase: el("div", { class: "tv-phase" }),
+    status: el("div", { class: "tv-status", hidden: "" }),
+    first: button("tv-first", "\u00ab first", "go to the first step"),
+    prev: button("tv-prev", "\u25c0 prev", "previous step"),
+    next: button("tv-next tv-primary", "next \u25b6", "next step"),
+    last: button("tv-last", "last \u00bb", "go to the last step"),
+    play: button("tv-play", "\u25b6 play", "step by itself, every 0.6 s"),
+    slider: el("input", { class: "tv-slider", type: "range", min: "1", value: "1", "aria-label": "step" }),
+    counter: el("span", { class: "tv-counter" }),
+    pullback: button("tv-by-pullback", "by pullback", "one rule instance or pullback block per step"),
+    primitive: button("tv-by-primitive", "by primitive", "one equation per step"),
+    pick: el("input", { class: "tv-pick-input", placeholder: "%n", "aria-label": "select a variable" }),
+    goto: button("tv-goto", "step to it", "move the cursor to the step that computes the selected variable"),
+    closureToggle: button("tv-closure", "closure vs lifted", "compare the selected rule's closure and lifted pullbacks"),
+    check: button("tv-check tv-warning", "run checks", "run ad.check on this program"),
+    progress: el("progress", { class: "tv-progress", max: "1", value: "0", hidden: "" }),
+    summary: el("span", { class: "tv-check-summary" }),
+    svg: button("tv-export-svg", "SVG", "export the graph pane as SVG"),
+    dotButton: button("tv-export-dot", "DOT", "export the graph pane as DOT source"),
+    download: el("span", { class: "tv-download" }),
+    message: el("span", { class: "tv-message", role: "status" }),
+    listing: el("div", { class: "tv-listing-w" }),
+    inspector: el("div", { class: "tv-value-w" }),
+    closure: el("div", { class: "tv-closure-w", hidden: "" }),
+    alerts: el("div", { class: "tv-alerts" },
+      el("span", { class: "tv-caption", text: "run the checks to list their findings here" })),
+    residuals: el("div", { class: "tv-residuals-w" }),
+    caption: el("div", { class: "tv-caption" }),
+    legend: el("div", { class: "tv-legend-w" }),
+    zoomOut: button("tv-zoom-out", "\u2212", "zoom out (or ctrl + wheel)"),
+    zoomIn: button("tv-zoom-in", "+", "zoom in (or ctrl + wheel)"),
+    fit: button("tv-zoom-fit", "fit", "show the whole drawing"),
+    actual: button("tv-zoom-1", "1:1", "the readable scale"),
+    view: el("div", { class: "tv-graph-view", title: "drag to pan; click a node to inspect it" }),
+  };
+  ui.pick.value = "";
+  ui.drawing = el("div", { class: "tv-graph-svg" });
+  ui.view.append(ui.drawing);
+  ui.pane = el("div", { class: "tv-graph-pane" }, ui.caption, ui.legend,
+    el("div", { class: "tv-zoom" }, ui.zoomOut, ui.zoomIn, ui.fit, ui.actual), ui.view);
+  const row = (cls, ...children) => el("div", { class: `tv-row-w ${cls}` }, ...children);
+  root.append(
+    ui.status, ui.phase,
+    row("tv-toolbar", ui.first, ui.prev, ui.next, ui.last, ui.play, ui.slider, ui.counter,
+      el("span", { class: "tv-granularity" }, ui.pullback, ui.primitive)),
+    row("tv-tools", el("label", { class: "tv-pick" }, "select ", ui.pick), ui.goto, ui.closureToggle,
+      ui.check, ui.progress, ui.summary, ui.svg, ui.dotButton, ui.download, ui.message),
+    el("div", { class: "tv-main" },
+      el("div", { class: "tv-left" }, ui.listing, ui.inspector),
+      el("div", { class: "tv-right tv-graph" }, ui.pane)),
+    ui.closure,
+    el("div", { class: "tv-bottom" },
+      el("div", { class: "tv-alerts-w" },
+        el("div", {}, el("b", { text: "check alerts" }), " (click one to jump to its equation)"), ui.alerts),
+      ui.residuals));
+  return ui;
+}
+
+/* Graphviz in WebAssembly, loaded once per view from the source the model sends; null when the
+   page may not compile WebAssembly (a CSP without 'wasm-unsafe-eval'): the kernel draws then. */
+async function loadGraphviz(source) {
+  const url = URL.createObjectURL(new Blob([source], { type: "text/javascript" }));
+  try {
+    const { Graphviz } = await import(url);
+    return await Graphviz.load();
+  } catch (error) {
+    console.warn("tapeviz: Graphviz WebAssembly unavailable, the kernel draws the graph:", error);
+    return null;
+  } finally {
+    URL.revokeObjectURL(url);
+  }
+}
+
+/* The graph pane: SVG laid out in the browser, cached by DOT source, drawn at a fixed readable
+   scale centred on the current equation; drag pans, the buttons and ctrl + wheel zoom. */
+class GraphPane {
+  constructor(view) {
+    this.view = view;
+    this.ui = view.ui;
+    this.scale = 1;
+    this.x = 0;
+    this.y = 0;
+    this.cache = new Map();
+    this.waiting = new Map();      // DOT -> resolve, for drawings asked of the kernel
+    this.graphviz = null;          // a promise of Graphviz, or of null
+    this.pending = null;           // the DOT laid out last, and the one on screen
+    this.shown = null;
+    this.dragged = false;          // the pointer moved between down and up: a pan, not a click
+    const { ui } = this;
+    ui.zoomIn.addEventListener("click", () => this.zoom(ZOOM));
+    ui.zoomOut.addEventListener("click", () => this.zoom(1 / ZOOM));
+    ui.actual.addEventListener("click", () => this.zoom(1 / this.scale));
+    ui.fit.addEventListener("click", () => this.fit());
+    ui.view.addEventListener("wheel", (event) => {
+      if (!event.ctrlKey && !event.metaKey) return;        // plain wheel scrolls the page
+      event.preventDefault();
+      const box = ui.view.getBoundingClientRect();
+      this.zoom(event.deltaY < 0 ? ZOOM : 1 / ZOOM, event.clientX - box.left, event.clientY - box.top);
+    }, { passive: false });
+    ui.view.addEventListener("pointerdown", (event) => this.drag(event));
+  }
+
+  async layout(dot) {
+    if (this.graphviz === null) {
+      this.graphviz = new Promise((resolve) => { this.gotGraphviz = resolve; });
+      this.view.send({ action: "graphviz" });
+    }
+    const graphviz = await this.graphviz;
+    if (graphviz) {
+      try {
+        return { svg: graphviz.dot(dot), renderer: "wasm" };
+      } catch (error) {
+        return { error: `Graphviz could not lay out this graph: ${error}` };
+      }
+    }
+    const answer = await new Promise((resolve) => {
+      this.waiting.set(dot, resolve);
+      this.view.send({ action: "svg", dot });
+    });
+    return answer.svg ? { svg: answer.svg, renderer: "kernel" } : { error: answer.error };
+  }
+
+  /* Lay out and show a drawing; the frame is read when it is in place, since newer steps may
+     have arrived meanwhile (they supersede a drawing still being laid out). */
+  async draw(dot) {
+    if (!dot) return;
+    if (dot === this.pending) {
+      if (dot === this.shown) this.stamp();
+      return;
+    }
+    this.pending = dot;
+    let drawing = this.cache.get(dot);
+    if (!drawing) {
+      await new Promise((done) => requestAnimationFrame(() => setTimeout(done)));   // paint the rest first
+      if (this.pending !== dot) return;
+      drawing = await this.layout(dot);
+      this.cache.set(dot, drawing);
+      if (this.cache.size > SVG_CACHE) this.cache.delete(this.cache.keys().next().value);
+    }
+    if (this.pending !== dot) return;
+    const { ui } = this;
+    if (drawing.error) {
+      ui.drawing.replaceChildren(el("pre", { class: "tv-message", text: drawing.error }));
+    } else {
+      ui.drawing.innerHTML = drawing.svg;                  // Graphviz escapes the labels
+      ui.pane.dataset.renderer = drawing.renderer;
+    }
+    this.shown = dot;
+    this.stamp();
+    this.centre(this.view.frame.step.current);
+  }
+
+  /* The drawn step and the selection's tint, for the current frame. */
+  stamp() {
+    const frame = this.view.frame;
+    this.ui.pane.dataset.step = frame.step.index;
+    this.ui.pane.dataset.focus = frame.step.current;
+    this.mark(frame);
+  }
+
+  node(name) {
+    for (const id of [`tvn_${name}`, `tvn_eq/${name}`]) {
+      const node = this.ui.drawing.querySelector(`g.node[id="${CSS.escape(id)}"]`);
+      if (node) return node;
+    }
+    return null;
+  }
+
+  mark(frame) {
+    for (const node of this.ui.drawing.querySelectorAll("g.node.tv-node-sel")) node.classList.remove("tv-node-sel");
+    const node = frame.selected && this.node(frame.selected);
+    if (node) node.classList.add("tv-node-sel");
+  }
+
+  apply() {
+    this.ui.drawing.style.transform = `translate(${this.x}px, ${this.y}px) scale(${this.scale})`;
+    this.ui.pane.dataset.scale = this.scale.toFixed(3);
+  }
+
+  centre(name) {
+    const node = this.node(name);
+    const view = this.ui.view.getBoundingClientRect();
+    if (!node) {
+      this.x = this.y = 0;
+    } else {
+      const box = node.getBoundingClientRect();
+      const origin = this.ui.drawing.getBoundingClientRect();
+      const cx = (box.left + box.width / 2 - origin.left) / this.scale;
+      const cy = (box.top + box.height / 2 - origin.top) / this.scale;
+      this.x = view.width / 2 - cx * this.scale;
+      this.y = view.height / 3 - cy * this.scale;
+    }
+    this.apply();
+  }
+
+  zoom(factor, px, py) {
+    const view = this.ui.view.getBoundingClientRect();
+    px ??= view.width / 2;
+    py ??= view.height / 2;
+    const scale = Math.min(4, Math.max(0.1, this.scale * factor));
+    this.x = px - (px - this.x) * (scale / this.scale);
+    this.y = py - (py - this.y) * (scale / this.scale);
+    this.scale = scale;
+    this.apply();
+  }
+
+  fit() {
+    const svg = this.ui.drawing.querySelector("svg");
+    if (!svg) return;
+    const view = this.ui.view.getBoundingClientRect();
+    const width = svg.width.baseVal.value, height = svg.height.baseVal.value;
+    this.scale = Math.min(view.width / width, view.height / height, 4);
+    this.x = (view.width - width * this.scale) / 2;
+    this.y = (view.height - height * this.scale) / 2;
+    this.apply();
+  }
+
+  drag(event) {
+    if (event.button !== 0) return;
+    const { view } = this.ui;
+    const start = { x: event.clientX, y: event.clientY, left: this.x, top: this.y };
+    let moved = false;
+    const move = (e) => {
+      const dx = e.clientX - start.x, dy = e.clientY - start.y;
+      if (!moved && Math.hypot(dx, dy) < 4) return;        // a click, not a drag
+      if (!moved) view.setPointerCapture(event.pointerId);
+      moved = true;
+      this.x = start.left + dx;
+      this.y = start.top + dy;
+      this.apply();
+    };
+    const up = () => {
+      view.removeEventListener("pointermove", move);
+      view.removeEventListener("pointerup", up);
+      this.dragged = moved;
+    };
+    view.addEventListener("pointermove", move);
+    view.addEventListener("pointerup", up);
+  }
+
+  answer(msg) {
+    if (msg.kind === "graphviz") {
+      loadGraphviz(msg.source).then(this.gotGraphviz);
+    } else if (msg.kind === "svg") {
+      const resolve = this.waiting.get(msg.dot);
+      this.waiting.delete(msg.dot);
+      if (resolve) resolve(msg);
+    }
+  }
+}
+
+class View {
+  constructor(model, root) {
+    this.model = model;
+    this.root = root;
+    root.classList.add("tv-root");
+    this.ui = skeleton(root);
+    this.graph = new GraphPane(this);
+    this.playing = null;
+    this.listen();
+    this.onMessage = (msg) => this.answer(msg);
+    this.onChange = {};
+    this.dirty = new Set();
+    for (const trait of TRAITS) {
+      this.onChange[trait] = () => this.invalidate(trait);
+      model.on(`change:${trait}`, this.onChange[trait]);
+    }
+    model.on("msg:custom", this.onMessage);
+    this.dirty = new Set(TRAITS);
+    this.flush();
+    this.ui.status.hidden = false;
+    this.ui.status.textContent = "no kernel has answered yet: this is the state the debugger was saved in; " +
+      "run its cell again to step through it";
+    this.send({ action: "hello" });
+  }
+
+  /* One update changes several traits, each announced on its own: paint them all at once, after
+     the last (one pass over the classes, one layout). */
+  invalidate(trait) {
+    if (!this.dirty.size) queueMicrotask(() => this.flush());
+    this.dirty.add(trait);
+  }
+
+  flush() {
+    const dirty = this.dirty;
+    this.dirty = new Set();
+    for (const [trait, part] of HTML_PARTS) {
+      if (!dirty.has(trait)) continue;
+      const html = this.model.get(trait) || "";
+      this.ui[part].innerHTML = html;
+      if (part === "closure") this.ui.closure.hidden = !html;
+    }
+    if (dirty.has("_legend")) this.ui.legend.innerHTML = this.model.get("_legend");
+    this.paintFrame();
+    this.paintGraph();
+  }
+
+  send(msg) {
+    this.model.send(msg);
+  }
+
+  get frame() {
+    return this.model.get("_frame");
+  }
+
+  listen() {
+    const { ui } = this;
+    const on = (node, action) => node.addEventListener("click", () => this.send({ action }));
+    on(ui.first, "first"); on(ui.prev, "prev"); on(ui.next, "next"); on(ui.last, "last");
+    on(ui.goto, "goto"); on(ui.check, "checks");
+    ui.play.addEventListener("click", () => this.togglePlay());
+    ui.slider.addEventListener("input", () => { ui.counter.textContent = `${ui.slider.value} / ${ui.slider.max}`; });
+    ui.slider.addEventListener("change", () => this.send({ action: "step", index: Number(ui.slider.value) - 1 }));
+    ui.pullback.addEventListener("click", () => this.send({ action: "granularity", value: "pullback" }));
+    ui.primitive.addEventListener("click", () => this.send({ action: "granularity", value: "primitive" }));
+    ui.pick.addEventListener("change", () => this.send({ action: "select", name: ui.pick.value }));
+    ui.closureToggle.addEventListener("click", () => this.send({ action: "closure", on: !this.frame.closure }));
+    ui.svg.addEventListener("click", () => this.send({ action: "export", format: "svg" }));
+    ui.dotButton.addEventListener("click", () => this.send({ action: "export", format: "dot" }));
+    ui.alerts.addEventListener("click", (event) => {
+      const alert = event.target.closest("[data-alert]");
+      if (alert) this.send({ action: "alert", k: Number(alert.dataset.alert) });
+    });
+    // a click on any variable (listing, inspector, residuals, closure panel) or graph node selects it
+    this.root.addEventListener("click", (event) => {
+      const node = event.target.closest("g.node");
+      if (this.graph.dragged) {
+        this.graph.dragged = false;
+        if (node) return;
+      }
+      if (node && node.id.startsWith("tvn_")) {
+        this.send({ action: "select", name: node.id.slice(4).replace(/^eq\//, "") });
+        return;
+      }
+      const target = event.target.closest("[data-var]");
+      if (target && !target.closest(".tv-phase") && this.root.contains(target)) {
+        this.send({ action: "select", name: target.dataset.var });
+      }
+    });
+  }
+
+  togglePlay() {
+    if (this.playing !== null) {
+      clearInterval(this.playing);
+      this.playing = null;
+    } else {
+      if (this.frame.step.index >= this.frame.step.n - 1) this.send({ action: "first" });
+      this.playing = setInterval(() => {
+        if (this.frame.step.index >= this.frame.step.n - 1) this.togglePlay();
+        else this.send({ action: "next" });
+      }, PLAY_MS);
+    }
+    this.ui.play.textContent = this.playing === null ? "\u25b6 play" : "\u23f8 pause";
+    this.ui.play.setAttribute("aria-pressed", String(this.playing !== null));
+  }
+
+  answer(msg) {
+    if (msg.kind === "hello") {
+      this.ui.status.hidden = !msg.static;
+      this.ui.status.textContent = msg.static ? msg.static : "";
+    } else if (msg.kind === "file") {
+      this.offer(msg);
+    } else {
+      this.graph.answer(msg);
+    }
+  }
+
+  offer(file) {
+    if (this.download) URL.revokeObjectURL(this.download);
+    this.download = URL.createObjectURL(new Blob([file.data], { type: file.mime }));
+    const link = el("a", { class: "tv-download-link", download: file.name, href: this.download,
+      text: `\u2b07 ${file.name} (${file.size.toLocaleString("en")} bytes)` });
+    this.ui.download.replaceChildren(link);
+  }
+
+  paintGraph() {
+    this.graph.draw(this.model.get("_dot"));
+  }
+
+  paintFrame() {
+    const frame = this.frame;
+    const { ui } = this;
+    const step = frame.step;
+    ui.phase.dataset.phase = step.phase;
+    ui.phase.dataset.step = step.index;
+    ui.phase.dataset.steps = step.n;
+    ui.phase.dataset.current = step.current;
+    ui.phase.dataset.granularity = frame.granularity;
+    ui.phase.dataset.selected = frame.selected || "";
+    ui.phase.dataset.checks = frame.checks.state;
+    ui.phase.replaceChildren(el("span", { class: "tv-phase-text", text: step.text }),
+      el("span", { class: "tv-phase-writes", text: `writes ${step.writes}` }));
+    ui.slider.max = String(step.n);
+    ui.slider.value = String(step.index + 1);
+    ui.counter.textContent = `${step.index + 1} / ${step.n}`;
+    for (const [node, value] of [[ui.pullback, "pullback"], [ui.primitive, "primitive"]]) {
+      node.setAttribute("aria-pressed", String(frame.granularity === value));
+    }
+    this.root.classList.toggle("tv-gran-primitive", frame.granularity === "primitive");
+    ui.closureToggle.setAttribute("aria-pressed", String(frame.closure));
+    if (document.activeElement !== ui.pick) ui.pick.value = frame.selected || "";
+    ui.message.textContent = frame.message || "";
+    ui.caption.textContent = `equations within ${frame.pane.k} steps of #${step.start}; click a node to ` +
+      "inspect it, drag to pan";
+    this.paintChecks(frame.checks);
+    this.decorate(this.root);
+    this.scrollToCurrent();
+  }
+
+  paintChecks(checks) {
+    const { ui } = this;
+    ui.progress.hidden = checks.state === "none";
+    ui.progress.max = Math.max(checks.total, 1);
+    ui.progress.value = checks.done;
+    ui.progress.dataset.state = checks.state;
+    ui.summary.replaceChildren();
+    if (checks.summary) {
+      const verdict = el("span", { class: checks.state === "pass" ? "tv-good" : checks.state === "running" ? "" : "tv-bad",
+        text: checks.summary });
+      if (checks.state === "pass" || checks.state === "fail") verdict.dataset.ok = String(checks.state === "pass");
+      ui.summary.append(verdict);
+    }
+    ui.check.disabled = checks.state === "running" || !!checks.offline;
+    if (checks.offline) ui.check.title = checks.offline;
+    if (checks.state === "pass" || checks.state === "fail") {
+      const items = checks.alerts.map((alert, k) => el("button", {
+        class: `tv-alert tv-alert-${alert.status}${k === checks.current ? " tv-alert-current" : ""}`,
+        type: "button", "data-alert": String(k), title: alert.message, text: alert.label }));
+      ui.alerts.replaceChildren(...(items.length ? items :
+        [el("span", { class: "tv-good", text: "no failures or warnings" })]));
+    }
+  }
+
+  /* The classes that depend on the cursor and the selection, on Python's cursor-free HTML. */
+  decorate(scope) {
+    const frame = this.frame;
+    if (!frame || !frame.step) return;
+    const step = frame.step;
+    const sel = frame.sel || { partners: [], vars: [], producer: null };
+    const partners = new Set(sel.partners);
+    const partnerVars = new Set(sel.vars);
+    const written = new Set(step.written);
+    for (const node of scope.querySelectorAll(".tv-listing .tv-eq[data-eq]")) {
+      const i = Number(node.dataset.eq);
+      const place = when(i, step);
+      node.classList.toggle("tv-done", place === "done");
+      node.classList.toggle("tv-current", place === "current");
+      node.classList.toggle("tv-future", place === "future");
+      node.classList.toggle("tv-partner", partners.has(i));
+      node.classList.toggle("tv-sel", i === sel.producer);
+    }
+    for (const node of scope.querySelectorAll(".tv-listing tr[data-row]")) {
+      node.classList.toggle("tv-cursor-row", Number(node.dataset.row) === step.row);
+    }
+    for (const node of scope.querySelectorAll(".tv-input[data-var]")) {
+      node.classList.toggle("tv-sel", node.dataset.var === frame.selected);
+    }
+    for (const node of scope.querySelectorAll(".tv-var[data-var]")) {
+      const name = node.dataset.var;
+      node.classList.toggle("tv-written", written.has(name));
+      node.classList.toggle("tv-partner-var", partnerVars.has(name));
+      node.classList.toggle("tv-selected", name === frame.selected);
+    }
+    for (const node of scope.querySelectorAll(".tv-card[data-eq]")) node.dataset.when = when(Number(node.dataset.eq), step);
+    const marker = `${(100 * step.start / Math.max(frame.eqns, 1)).toFixed(2)}%`;
+    for (const node of scope.querySelectorAll(".tv-residuals tr[data-first]")) {
+      node.classList.toggle("tv-live", Number(node.dataset.first) <= step.start && step.start <= Number(node.dataset.last));
+      const cursor = node.querySelector(".tv-life i");
+      if (cursor) cursor.style.left = marker;
+    }
+  }
+
+  /* Bring the current line into view when the listing hides it. */
+  scrollToCurrent() {
+    const scroll = this.ui.listing.querySelector(".tv-scroll");
+    const current = scroll && scroll.querySelector(".tv-current");
+    if (!current) return;
+    const d = current.getBoundingClientRect().top - scroll.getBoundingClientRect().top;
+    if (d < 30 || d > scroll.clientHeight * 0.6) scroll.scrollTop += d - scroll.clientHeight / 3;
+  }
+
+  dispose() {
+    if (this.playing !== null) clearInterval(this.playing);
+    for (const [trait, handler] of Object.entries(this.onChange)) this.model.off(`change:${trait}`, handler);
+    this.model.off("msg:custom", this.onMessage);
+    if (this.download) URL.revokeObjectURL(this.download);
+  }
+}
+
+/* A model for a page with no kernel: the states Python embedded (see tapeviz/debugger/page.py)
+   answer the view's messages as the kernel would. */
+class Session {
+  constructor(data, graphviz) {
+    this.data = data;
+    this.graphviz = graphviz;
+    this.handlers = new Map();
+    this.state = { ...data.start };
+    this.message = "";
+    this.alert = data.checks.current;
+    this.values = {};
+    this.update();
+  }
+
+  on(event, handler) {
+    if (!this.handlers.has(event)) this.handlers.set(event, new Set());
+    this.handlers.get(event).add(handler);
+  }
+
+  off(event, handler) {
+    this.handlers.get(event)?.delete(handler);
+  }
+
+  get(name) {
+    return this.values[name];
+  }
+
+  emit(event, ...args) {
+    for (const handler of this.handlers.get(event) || []) handler(...args);
+  }
+
+  steps() {
+    return this.data.steps[this.state.granularity];
+  }
+
+  stepOf(eqn, granularity = this.state.granularity) {
+    const steps = this.data.steps[granularity];
+    let lo = 0, hi = steps.length - 1;
+    while (lo < hi) {                     // the last step starting at or before eqn
+      const mid = (lo + hi + 1) >> 1;
+      if (steps[mid].start <= eqn) lo = mid; else hi = mid - 1;
+    }
+    return lo;
+  }
+
+  update() {
+    const { data, state } = this;
+    const step = this.steps()[state.index];
+    const focus = data.vars[state.selected ?? step.current];
+    const checks = { ...data.checks, current: this.alert };
+    const values = {
+      _frame: { ...data.frame, granularity: state.granularity, step, selected: state.selected,
+        sel: state.selected === null ? null : data.vars[state.selected].sel,
+        closure: state.closure, message: this.message, checks },
+      _listing: data.listing, _residuals: data.residuals, _legend: data.legend,
+      _inspector: data.html[focus.inspector],
+      _closure: state.closure ? data.html[focus.closure] : "",
+      _dot: data.dots[step.dot],
+    };
+    const changed = Object.keys(values).filter((k) => values[k] !== this.values[k]);
+    this.values = values;
+    for (const name of changed) this.emit(`change:${name}`);
+  }
+
+  send(msg) {
+    const { state } = this;
+    const last = this.steps().length - 1;
+    this.message = "";
+    switch (msg.action) {
+      case "hello": return this.emit("msg:custom", { kind: "hello", static: this.data.note });
+      case "graphviz": return this.emit("msg:custom", { kind: "graphviz", source: this.graphviz });
+      case "svg": return this.emit("msg:custom", { kind: "svg", dot: msg.dot,
+        error: "this page may not run Graphviz (WebAssembly is blocked here)" });
+      case "export": return this.export(msg.format);
+      case "first": state.index = 0; break;
+      case "prev": state.index = Math.max(state.index - 1, 0); break;
+      case "next": state.index = Math.min(state.index + 1, last); break;
+      case "last": state.index = last; break;
+      case "step": state.index = Math.min(Math.max(msg.index, 0), last); break;
+      case "granularity": {
+        const eqn = this.steps()[state.index].start;
+        state.granularity = msg.value;
+        state.index = this.stepOf(eqn);
+        break;
+      }
+      case "select": {
+        const name = String(msg.name).trim().replace(/^eq\//, "");
+        if (!name) state.selected = null;
+        else if (name in this.data.vars) state.selected = name;
+        else this.message = `'${name}' is not a variable of this tape; variables are named as in the listing`;
+        break;
+      }
+      case "goto": {
+        const eqn = state.selected === null ? null : this.data.vars[state.selected].sel.producer;
+        if (eqn === null) this.message = "select a variable an equation computes first";
+        else state.index = this.stepOf(eqn);
+        break;
+      }
+      case "closure": state.closure = !!msg.on; break;
+      case "alert": {
+        const alert = this.data.checks.alerts[msg.k];
+        if (!alert) break;
+        this.alert = msg.k;
+        if (alert.target === null) {
+          this.message = `${alert.check} names no equation`;
+        } else {
+          state.index = alert.target[state.granularity];
+          state.selected = alert.target.select;
+        }
+        break;
+      }
+      default: return;
+    }
+    this.update();
+  }
+
+  async export(format) {
+    const dot = this.values._dot;
+    let data = dot;
+    if (format === "svg") {
+      this.layout ??= loadGraphviz(this.graphviz);
+      const graphviz = await this.layout;
+      if (!graphviz) return;
+      data = graphviz.dot(dot);
+    }
+    const name = `tape-step-${this.state.index + 1}.${format}`;
+    const mime = format === "svg" ? "image/svg+xml" : "text/vnd.graphviz";
+    this.emit("msg:custom", { kind: "file", name, mime, data, size: new Blob([data]).size });
+  }
+}
+
+function render({ model, el: root }) {
+  const view = new View(model, root);
+  return () => view.dispose();
+}
+
+/* A session as a page embeds it: JSON, gzip, base64 (see page.py). */
+async function unpack(text) {
+  const bytes = Uint8Array.from(atob(text.trim()), (c) => c.charCodeAt(0));
+  const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+  return JSON.parse(await new Response(stream).text());
+}
+
+/* Draw every debugger embedded in a static page (elements .tv-static holding their states). */
+async function mount(page, graphviz) {
+  for (const holder of page.querySelectorAll(".tv-static:not([data-mounted])")) {
+    holder.dataset.mounted = "true";
+    const data = await unpack(holder.querySelector("script.tv-session").textContent);
+    const root = el("div");
+    holder.replaceChildren(root);
+    render({ model: new Session(data, graphviz), el: root });
+  }
+}
+
+export default { render };
+export { mount };
