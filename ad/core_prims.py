@@ -96,7 +96,8 @@ def sum_to(x, shape):
 # -- indexing ---------------------------------------------------------------------------------
 
 def parse_index(index) -> tuple[tuple, list]:
-    """``x[index]`` as (static spec, index operands); boolean masks become their nonzero parts."""
+    """``x[index]`` as (static spec, index operands); boolean masks of one or more dimensions
+    become their nonzero parts."""
     items = index if isinstance(index, tuple) else (index,)
     spec, arrays = [], []
     for it in items:
@@ -111,12 +112,12 @@ def parse_index(index) -> tuple[tuple, list]:
         else:
             if not isinstance(it, Traced):
                 it = np.asarray(it)
-            if it.dtype == np.bool_:
+            if it.dtype == np.bool_ and it.ndim:   # a 0-d mask stays one (numpy: a new axis of 1 or 0)
                 for part in np.nonzero(it):
                     spec.append(("array", len(arrays)))
                     arrays.append(part)
                 continue
-            if not np.issubdtype(it.dtype, np.integer):
+            if not (np.issubdtype(it.dtype, np.integer) or it.dtype == np.bool_):
                 raise IndexError(f"arrays used as indices must be integer or boolean, not {it.dtype}")
             spec.append(("array", len(arrays)))
             arrays.append(it)

@@ -56,7 +56,8 @@ def ufunc(uf: np.ufunc, method: str, inputs, kwargs):
     kwargs = dict(kwargs)
     out = kwargs.pop("out", None)
     dtype = kwargs.pop("dtype", None)
-    if kwargs.pop("where", True) is not True:
+    where = kwargs.pop("where", True)
+    if method == "__call__" and where is not True:
         raise unsupported(f"np.{uf.__name__}(..., where=...)", "Use np.where(cond, np.{0}(...), other) "
                            "instead.".format(uf.__name__))
     for ignored in ("casting", "order", "subok"):
@@ -74,6 +75,8 @@ def ufunc(uf: np.ufunc, method: str, inputs, kwargs):
         handler = UFUNC_METHODS.get((uf, method))
         if handler is None:
             raise unsupported(f"np.{uf.__name__}.{method}")
+        if where is not True:     # the reductions take it (np.add.reduce(a, where=m))
+            kwargs["where"] = where
         if method == "at":
             target = inputs[0]
             if not isinstance(target, Traced):

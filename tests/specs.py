@@ -31,6 +31,9 @@ def _add_at(x, y):
     return z
 
 
+MASK = np.array([True, False, True, True])   # where= of the reductions, over the last axis
+
+
 COMPOSITIONS = {
     # numpy's front end: what the samples bind directly, reached from plain numpy code
     "indexing": spec(lambda x: x[1:, ::2] * x[np.array([0, 2, 0])][:, None, :2].sum(0), F),
@@ -45,6 +48,16 @@ COMPOSITIONS = {
     "np.std": spec(lambda x: np.std(x), F),
     "np.average": spec(lambda x: np.average(x, axis=0, weights=np.array([1.0, 2.0, 3.0])), F),
     "np.ptp": spec(lambda x: np.ptp(x, axis=1), DISTINCT),
+    "np.sum where=": spec(lambda x: np.sum(x, axis=1, where=MASK), F),
+    "np.sum initial=": spec(lambda x: np.sum(x, axis=0, initial=1.5), F),
+    "np.prod where= initial=": spec(lambda x: np.prod(x, where=MASK, initial=0.5, keepdims=True), In(lo=0.5, hi=1.5)),
+    "np.max where= initial=": spec(lambda x: np.max(x, axis=1, where=MASK, initial=-3.0), DISTINCT),
+    "np.min initial=": spec(lambda x: np.min(x, axis=0, initial=0.0), In(lo=0.1, hi=2.0)),
+    "np.mean where=": spec(lambda x: np.mean(x, axis=1, where=MASK), F),
+    "np.add.reduce where=": spec(lambda x: np.add.reduce(x, axis=None, where=MASK), F),
+    "np.maximum.accumulate": spec(lambda x: np.maximum.accumulate(x, axis=1), DISTINCT),
+    "np.minimum.accumulate": spec(lambda x: np.minimum.accumulate(x), DISTINCT, shapes=ARRAYS),
+    "np.diagflat": spec(lambda x: np.diagflat(x[:2], -1), F),
     "np.stack": spec(lambda x, y: np.stack([x, y], axis=1), F, Y),
     "np.hstack": spec(lambda x, y: np.hstack([x, y]), F, Y),
     "np.vstack": spec(lambda x, y: np.vstack([x, y]), F, Y),
@@ -71,6 +84,12 @@ COMPOSITIONS = {
     "np.kron": spec(lambda a, b: np.kron(a, b), In((2, 3)), In((2, 2))),
     "np.einsum ellipsis": spec(lambda a, b: np.einsum("...ij,...jk", a, b), In((2, 3, 4)), In((2, 4, 2))),
     "np.einsum reduce": spec(lambda a: np.einsum("ijk->j", a), In((2, 3, 4))),
+    "np.einsum diagonal ii->i": spec(lambda a: np.einsum("ii->i", a), In((3, 3))),
+    "np.einsum trace ii": spec(lambda a: np.einsum("ii", a), In((3, 3))),
+    "np.einsum lli": spec(lambda a: np.einsum("lli", a), In((3, 3, 2))),
+    "np.einsum diagonal with a product": spec(lambda a, b: np.einsum("ij,iik->jk", a, b), In((3, 4)), In((3, 3, 2))),
+    "np.einsum interleaved": spec(lambda a, b: np.einsum(a, [0, 1], b, [1, 2], [0, 2]), In((3, 4)), In((4, 2))),
+    "np.einsum interleaved implicit, ellipsis": spec(lambda a: np.einsum(a, [Ellipsis, 0, 0]), In((2, 3, 3))),
     "matmul batched": spec(lambda a, b: a @ b, In((2, 3, 4)), In((4, 2))),
     "matmul vector": spec(lambda a, b: a @ b, In((4,)), In((2, 4, 3))),
     "np.sinc": spec(lambda x: np.sinc(x), F, shapes=UNARY),

@@ -71,19 +71,46 @@ def explicit_subscripts(subscripts: str, shapes) -> str:
     else:
         letters = "".join(terms)
         out = ell + "".join(sorted(c for c in set(letters) if letters.count(c) == 1 and c not in ell))
-    for t in terms:
-        if len(set(t)) != len(t):
-            raise NotImplementedError(
-                f"einsum term {t!r} repeats an index (a diagonal); use np.diagonal or np.trace")
     return ",".join(terms) + "->" + out
 
 
+def _sublist(sub) -> str:
+    return "".join("..." if k is Ellipsis else string.ascii_letters[int(k)] for k in sub)
+
+
+def _interleaved(args) -> tuple[str, list]:
+    """``(a, [0, 1], b, [1, 2], [0, 2])`` -> ``("ab,bc->ac", [a, b])``."""
+    operands, subs = list(args[0:-1:2] if len(args) % 2 else args[0::2]), args[1::2]
+    out = "->" + _sublist(args[-1]) if len(args) % 2 else ""
+    return ",".join(_sublist(s) for s in subs) + out, operands
+
+
+def _diagonals(term: str, x):
+    """A term that repeats an index reads a diagonal: ``"ii"`` of x is ``"i"`` of np.diagonal(x)
+    (numpy puts the diagonal axis last)."""
+    while len(set(term)) != len(term):
+        c = next(c for c in term if term.count(c) > 1)
+        i = term.index(c)
+        j = term.index(c, i + 1)
+        x = np.diagonal(x, axis1=i, axis2=j)
+        term = "".join(ch for k, ch in enumerate(term) if k not in (i, j)) + c
+    return term, x
+
+
 @implements(np.einsum)
-def _einsum_handler(subscripts, *operands, out=None, optimize=False, **kwargs):
-    if not isinstance(subscripts, str):
-        raise NotImplementedError("np.einsum in the interleaved (operand, sublist) form has no rule; "
-                                  "use a subscripts string")
-    return einsum_p.bind(*operands, subscripts=explicit_subscripts(subscripts, [np.shape(o) for o in operands]))
+def _einsum_handler(*args, out=None, optimize=False, **kwargs):
+    if out is not None or kwargs:
+        raise unsupported(f"np.einsum(..., {'out=' if out is not None else ', '.join(kwargs)})",
+                          "Assign the result instead: c = np.einsum(subscripts, a, b).")
+    subscripts, operands = (args[0], list(args[1:])) if isinstance(args[0], str) else _interleaved(args)
+    ins, _, result = explicit_subscripts(subscripts, [np.shape(o) for o in operands]).partition("->")
+    if len(set(result)) != len(result):
+        raise ValueError(f"einsum output subscript {result!r} repeats an index (numpy refuses it too)")
+    terms = []
+    for i, term in enumerate(ins.split(",")):
+        term, operands[i] = _diagonals(term, operands[i])
+        terms.append(term)
+    return einsum_p.bind(*operands, subscripts=",".join(terms) + "->" + result)
 
 
 @rrule(einsum_p)

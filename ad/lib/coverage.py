@@ -1,13 +1,99 @@
-"""Which numpy names have a rule or a decomposition: read from the dispatch tables, so the list
-cannot drift from the code. ``python -m ad.lib.coverage`` prints it as markdown (the first part
-of docs/coverage.md).
+"""Which numpy names ad differentiates, and why the others are not: the one place that classifies
+every public callable of ``np``, ``np.linalg`` and every ufunc (issue 13's sweep).
 
-Functions whose own numpy implementation runs on tracers (it calls only supported functions, e.g.
-``np.fix``, ``np.rollaxis``) work too but are not listed: they have no entry to read.
+Classes, read from the dispatch tables where they can be:
+
+* ``rule``: a handler in ``FUNCTIONS`` / ``UFUNCS`` (a primitive with a rule, or a composition);
+* ``numpy``: no handler, but numpy's own implementation runs on tracers (it calls only covered
+  functions: ``np.fix``, ``np.rollaxis``...);
+* ``not applicable``: nothing to differentiate (I/O, dtype introspection, integer results...),
+  with the reason in ``NOT_APPLICABLE``;
+* ``missing``: differentiable, no handler yet, with the reason in ``MISSING``.
+
+``python -m ad.lib.coverage`` prints the markdown of docs/coverage.md's generated sections;
+tests/test_coverage.py fails when a name changes class without this file being updated.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..dispatch import FUNCTIONS, UFUNC_METHODS, UFUNCS, _fname
+
+
+def _by_reason(table: dict[str, str]) -> dict[str, str]:
+    """{reason: "name name ..."} -> {name: reason}."""
+    return {name: reason for reason, names in table.items() for name in names.split()}
+
+
+NUMPY_IMPLEMENTED = set(
+    "fix flatnonzero iscomplexobj isrealobj isneginf isposinf put_along_axis resize result_type "
+    "rollaxis row_stack logspace tril_indices_from triu_indices_from diag_indices_from ix_".split())
+
+NOT_APPLICABLE = _by_reason({
+    "I/O and buffers": "load loadtxt save savetxt savez savez_compressed genfromtxt fromfile fromregex "
+                       "frombuffer fromstring from_dlpack",
+    "printing and string formatting": "array2string array_repr array_str base_repr binary_repr "
+                                      "format_float_positional format_float_scientific typename info "
+                                      "set_printoptions get_printoptions printoptions",
+    "configuration of numpy itself": "get_include show_config show_runtime test getbufsize setbufsize geterr "
+                                     "seterr geterrcall seterrcall linalg.test",
+    "dtype and shape introspection (no array values)": "can_cast common_type isdtype issubdtype min_scalar_type "
+                                                       "mintypecode promote_types broadcast_shapes isscalar iterable",
+    "memory layout, identity, matrix subclass": "isfortran may_share_memory shares_memory require asmatrix bmat "
+                                                "nested_iters",
+    "dates and business days": "busday_count busday_offset datetime_as_string datetime_data is_busday isnat",
+    "integer index generators (integer results)": "diag_indices indices mask_indices tril_indices triu_indices "
+                                                  "ravel_multi_index unravel_index lexsort",
+    "window functions of an integer length": "bartlett blackman hamming hanning kaiser",
+    "integer and bitwise operations (integer results)": "packbits unpackbits bitwise_and bitwise_count "
+                                                        "bitwise_invert bitwise_left_shift bitwise_not bitwise_or "
+                                                        "bitwise_right_shift bitwise_xor gcd lcm invert left_shift "
+                                                        "right_shift",
+    "set operations, counting, histograms (integer or boolean results, data-dependent shapes)":
+        "intersect1d setdiff1d setxor1d union1d isin unique unique_all unique_counts unique_inverse "
+        "unique_values bincount digitize histogram histogram2d histogramdd histogram_bin_edges",
+    "a contraction plan, not values": "einsum_path",
+})
+
+MISSING = _by_reason({
+    "complex results (ad traces real arrays)": "linalg.eig linalg.eigvals roots sort_complex",
+    "calls a Python function on concrete slices or elements": "apply_along_axis apply_over_axes piecewise "
+                                                             "frompyfunc fromfunction fromiter",
+    "no handler yet; a composition of covered functions is possible": "geomspace i0 insert unwrap polyfit "
+                                                                      "poly polyadd polysub polymul polydiv "
+                                                                      "polyder polyint",
+    "data-dependent output shape": "trim_zeros",
+    "in-place writer without a handler (rewrite: np.copyto(a, v, where=mask))": "putmask",
+    "checks the values with a plain-array conversion (rewrite: np.asarray, then a guard on "
+    "np.all(np.isfinite(a)))": "asarray_chkfinite",
+})
+
+
+def _public(module, prefix: str) -> dict[str, object]:
+    return {prefix + n: getattr(module, n) for n in dir(module)
+            if not n.startswith("_") and callable(getattr(module, n)) and not isinstance(getattr(module, n), type)}
+
+
+def public() -> dict[str, object]:
+    """Every public callable of ``np`` (ufuncs included) and ``np.linalg``, by name (``linalg.x``)."""
+    return _public(np, "") | _public(np.linalg, "linalg.")
+
+
+def classify(name: str, f) -> tuple[str, str]:
+    """(class, reason) of one public numpy name."""
+    if f in FUNCTIONS or (isinstance(f, np.ufunc) and f in UFUNCS):
+        return "rule", ""
+    if name in NUMPY_IMPLEMENTED:
+        return "numpy", "numpy's own implementation runs on tracers"
+    if name in NOT_APPLICABLE:
+        return "not applicable", NOT_APPLICABLE[name]
+    if name in MISSING:
+        return "missing", MISSING[name]
+    return "unclassified", "add it to ad/lib/coverage.py"
+
+
+def sweep() -> dict[str, tuple[str, str]]:
+    return {name: classify(name, f) for name, f in sorted(public().items())}
 
 
 def supported() -> dict[str, list[str]]:
@@ -20,12 +106,37 @@ def supported() -> dict[str, list[str]]:
     return {k: sorted(v) for k, v in sorted(groups.items())}
 
 
+def _reasons(cls: str, classes) -> list[str]:
+    by_reason: dict[str, list[str]] = {}
+    for name, (c, reason) in classes.items():
+        if c == cls:
+            by_reason.setdefault(reason, []).append(f"`np.{name}`")
+    return ["| reason | functions |", "| --- | --- |"] + [f"| {r} | {', '.join(ns)} |" for r, ns in by_reason.items()]
+
+
+def sweep_markdown() -> str:
+    """The sweep's section of docs/coverage.md: the count per class, the missing and the not
+    applicable names with their reasons."""
+    classes = sweep()
+    counts = {c: sum(1 for k, _ in classes.values() if k == c) for c in
+              ("rule", "numpy", "not applicable", "missing", "unclassified")}
+    lines = [f"Public callables of `np` and `np.linalg` (ufuncs included): {len(classes)}. "
+             f"With a rule or a composition: {counts['rule']}; through numpy's own implementation: "
+             f"{counts['numpy']}; not applicable: {counts['not applicable']}; missing: {counts['missing']}"
+             + (f"; unclassified: {counts['unclassified']}" if counts["unclassified"] else "") + ".",
+             "", "#### Missing (differentiable, no rule yet)", ""] + _reasons("missing", classes)
+    lines += ["", "#### Not applicable (nothing to differentiate)", ""] + _reasons("not applicable", classes)
+    return "\n".join(lines) + "\n"
+
+
 def markdown() -> str:
     lines = []
     for group, names in supported().items():
-        lines += [f"### {group} ({len(names)})", "", ", ".join(f"`{n}`" for n in names), ""]
+        lines += [f"#### {group} ({len(names)})", "", ", ".join(f"`{n}`" for n in names), ""]
     return "\n".join(lines)
 
 
 if __name__ == "__main__":
     print(markdown())
+    print("### The sweep of numpy's namespace\n")
+    print(sweep_markdown())

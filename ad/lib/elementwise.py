@@ -86,6 +86,10 @@ SAMPLES = {
                     _binary(DISTINCT, DISTINCT_Y)),
     **dict.fromkeys((np.logical_and, np.logical_or, np.logical_xor), _binary(NONZERO, NONZERO_Y)),
     np.heaviside: _binary(NONZERO, Y),
+    # finite differences step every operand as a float, which ldexp refuses for its exponent
+    np.ldexp: (Sample((F, literal(3))), Sample((F, literal(np.array([1, -2, 0, 3]))), shapes=("vector", "matrix"))),
+    np.frexp: _unary(In(lo=1.1, hi=1.9)),    # one binade: the exponent jumps at powers of two
+    np.divmod: _binary(FRACTION, DIVISOR),
 }
 
 
@@ -102,7 +106,7 @@ KINKS = {
     np.absolute: lambda x: x, np.fabs: lambda x: x, np.sign: lambda x: x, np.heaviside: lambda x, h: x,
     **dict.fromkeys((np.maximum, np.minimum, np.fmax, np.fmin), _difference),
     np.floor: to_integer, np.ceil: to_integer, np.trunc: to_integer, np.rint: lambda x: to_integer(x - 0.5),
-    **dict.fromkeys((np.remainder, np.fmod, np.floor_divide), _ratio_to_integer),
+    **dict.fromkeys((np.remainder, np.fmod, np.floor_divide, np.divmod), _ratio_to_integer),
     np.copysign: lambda a, b: b,
 }
 
@@ -127,7 +131,7 @@ for _uf in (np.add, np.subtract, np.multiply, np.true_divide, np.power, np.float
             np.trunc, np.floor_divide, np.heaviside, np.signbit, np.isnan, np.isinf, np.isfinite,
             np.less, np.less_equal, np.greater, np.greater_equal, np.equal, np.not_equal,
             np.logical_and, np.logical_or, np.logical_xor, np.logical_not, np.nextafter,
-            np.spacing, np.modf, np.radians, np.degrees):
+            np.spacing, np.modf, np.radians, np.degrees, np.ldexp, np.frexp, np.divmod):
     _ufunc_primitive(_uf)
 # named for the rewrite rules of ad.passes
 subtract_p, multiply_p, divide_p, power_p, negative_p = (
@@ -238,6 +242,21 @@ for _uf in (np.maximum, np.minimum, np.fmax, np.fmin):
 def _modf_rule(x):
     frac, whole = np.modf(x)
     return (frac, whole), lambda dys: (dys[0],)
+
+
+scalar_rule(np.ldexp, lambda x, e, y: np.ldexp(np.ones_like(x), e), None)   # x * 2**e
+
+
+@rrule(np.frexp)
+def _frexp_rule(x):
+    mantissa, exponent = np.frexp(x)     # x = mantissa * 2**exponent, the exponent piecewise constant
+    return (mantissa, exponent), lambda dys: (np.ldexp(dys[0], -exponent),)
+
+
+@rrule(np.divmod)
+def _divmod_rule(a, b):
+    quotient, rest = np.divmod(a, b)     # rest = a - b * quotient, the quotient piecewise constant
+    return (quotient, rest), lambda dys: (dys[1], -dys[1] * quotient)
 
 
 # -- where, clip -------------------------------------------------------------------------

@@ -74,31 +74,79 @@ all_p = _reduction("all", np.all, samples=(Sample((NONZERO,), WHOLE),))
 non_differentiable(argmax_p, argmin_p, any_p, all_p)
 
 
-def _reduce_handler(prim):
+def scalar_axis(axis, ndim: int):
+    """numpy's ufunc reductions (and argmax/argmin) accept an integer axis 0 or -1 on a 0-d
+    array and reduce over nothing: None there; a tuple of axes, or any other axis, stays (and
+    fails as numpy's does)."""
+    if ndim == 0 and isinstance(axis, (int, np.integer)) and int(axis) in (0, -1):
+        return None
+    return axis
+
+
+# where= and initial= of the ufunc reductions: (what fills the elements where= leaves out, the
+# ufunc that joins initial= to the result); None: no identity, where= needs initial= (as numpy).
+MASKED = {sum_p: (0, np.add), prod_p: (1, np.multiply), max_p: (None, np.maximum),
+          min_p: (None, np.minimum), any_p: (False, np.logical_or), all_p: (True, np.logical_and)}
+
+
+def _masked(prim, a, axis, keepdims, initial, where):
+    """A reduction with where=/initial=, written with np.where and the reduction itself."""
+    fill, join = MASKED[prim]
+    if where is not np._NoValue:
+        if fill is None and initial is np._NoValue:
+            raise ValueError(f"reduction operation '{join.__name__}' does not have an identity, so to "
+                             "use a where mask one has to specify 'initial'")
+        a = np.where(where, a, initial if fill is None else fill)
+    y = prim.bind(a, axis=axis, keepdims=keepdims)
+    return y if initial is np._NoValue else join(y, initial)
+
+
+def _masked_mean(a, axis, keepdims, where):
+    kept = np.broadcast_to(where, np.shape(a))
+    dtype = np.result_type(a) if np.issubdtype(np.result_type(a), np.inexact) else np.float64
+    total = sum_p.bind(np.where(kept, a, 0), axis=axis, keepdims=keepdims)
+    return total / np.sum(kept, axis=axis, keepdims=keepdims, dtype=dtype)
+
+
+def _reduce_handler(prim, ufunc_like: bool = True):
     def handler(a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue,
                 where=np._NoValue):
-        if out is not None or initial is not np._NoValue or where is not np._NoValue:
-            raise unsupported(f"np.{prim.name}(..., out=/initial=/where=)")
+        if out is not None:
+            raise unsupported(f"np.{prim.name}(..., out=)", f"Assign the result instead: y = np.{prim.name}(a).")
         if dtype is not None:
             a = a.astype(dtype) if hasattr(a, "astype") else np.asarray(a, dtype)
-        return prim.bind(a, axis=normalize_axis(axis, np.ndim(a)), keepdims=bool(keepdims))
+        if ufunc_like:
+            axis = scalar_axis(axis, np.ndim(a))
+        axis, keepdims = normalize_axis(axis, np.ndim(a)), bool(keepdims)
+        if initial is np._NoValue and where is np._NoValue:
+            return prim.bind(a, axis=axis, keepdims=keepdims)
+        if not ufunc_like:
+            if initial is not np._NoValue:
+                raise TypeError(f"{prim.name}() got an unexpected keyword argument 'initial'")
+            return _masked_mean(a, axis, keepdims, where)
+        return _masked(prim, a, axis, keepdims, initial, where)
     return handler
 
 
-for _prim, _fns in ((sum_p, (np.sum,)), (mean_p, (np.mean,)), (prod_p, (np.prod,)),
-                    (max_p, (np.max, np.amax)), (min_p, (np.min, np.amin)), (any_p, (np.any,)),
-                    (all_p, (np.all,))):
+for _prim, _fns in ((sum_p, (np.sum,)), (prod_p, (np.prod,)), (max_p, (np.max, np.amax)),
+                    (min_p, (np.min, np.amin)), (any_p, (np.any,)), (all_p, (np.all,))):
     implements(*_fns)(_reduce_handler(_prim))
+implements(np.mean)(_reduce_handler(mean_p, ufunc_like=False))   # numpy's mean refuses axis=0 on 0-d
+
+
+def _arg_axis(a, axis):
+    axis = scalar_axis(axis, np.ndim(a))
+    return None if axis is None else normalize_axis(int(axis), np.ndim(a))[0]
 
 
 @implements(np.argmax)
 def _argmax(a, axis=None, out=None, *, keepdims=False):
-    return argmax_p.bind(a, axis=None if axis is None else int(axis) % np.ndim(a), keepdims=keepdims)
+    return argmax_p.bind(a, axis=_arg_axis(a, axis), keepdims=keepdims)
 
 
 @implements(np.argmin)
 def _argmin(a, axis=None, out=None, *, keepdims=False):
-    return argmin_p.bind(a, axis=None if axis is None else int(axis) % np.ndim(a), keepdims=keepdims)
+    return argmin_p.bind(a, axis=_arg_axis(a, axis), keepdims=keepdims)
 
 
 linear_rule(sum_p, lambda dy, x, axis, keepdims: expand_to(dy, x.shape, axis, keepdims))
@@ -210,6 +258,45 @@ UFUNC_METHODS[(np.add, "reduce")] = _method_reduce(sum_p)
 UFUNC_METHODS[(np.multiply, "reduce")] = _method_reduce(prod_p)
 UFUNC_METHODS[(np.maximum, "reduce")] = _method_reduce(max_p)
 UFUNC_METHODS[(np.minimum, "reduce")] = _method_reduce(min_p)
+def _running_extremum(x, axis, largest):
+    """Where each running max (min) along ``axis`` was attained: the last position so far that
+    equals it (a tie sends the gradient to the latest, a valid subgradient)."""
+    y = (np.maximum if largest else np.minimum).accumulate(x, axis=axis)
+    at = np.arange(np.shape(x)[axis]).reshape((-1,) + (1,) * (np.ndim(x) - axis - 1))
+    return np.maximum.accumulate(np.where(x == y, at, 0), axis=axis)
+
+
+def _running_arg_spelling(args, params) -> str:
+    x, axis = args[0], params["axis"]
+    running = f"np.{'maximum' if params['largest'] else 'minimum'}.accumulate({x}, axis={axis})"
+    at = f"np.arange(np.shape({x})[{axis}]).reshape((-1,) + (1,) * (np.ndim({x}) - {axis} - 1))"
+    return f"np.maximum.accumulate(np.where({x} == {running}, {at}, 0), axis={axis})"
+
+
+running_arg_p = Primitive("running_arg", _running_extremum, params=("axis", "largest"),
+                          doc="The positions of np.maximum.accumulate (largest) / np.minimum.accumulate",
+                          spelling=_running_arg_spelling,
+                          samples=(Sample((DISTINCT,), {"axis": 0, "largest": True}, ARRAYS),
+                                   Sample((DISTINCT,), {"axis": 0, "largest": False}, ARRAYS)))
+non_differentiable(running_arg_p)
+
+
+def _accumulate_extremum(largest: bool):
+    def accumulate(a, axis=0, dtype=None, out=None):
+        name = f"np.{'maximum' if largest else 'minimum'}.accumulate"
+        if out is not None:
+            raise unsupported(f"{name}(..., out=)", f"Assign the result instead: y = {name}(a).")
+        if dtype is not None:
+            a = a.astype(dtype)
+        if np.ndim(a) == 0:
+            raise TypeError("cannot accumulate on a scalar")
+        axis = normalize_axis(axis, np.ndim(a))[0]
+        return np.take_along_axis(a, running_arg_p.bind(a, axis=axis, largest=largest), axis=axis)
+    return accumulate
+
+
+UFUNC_METHODS[(np.maximum, "accumulate")] = _accumulate_extremum(True)
+UFUNC_METHODS[(np.minimum, "accumulate")] = _accumulate_extremum(False)
 UFUNC_METHODS[(np.add, "accumulate")] = lambda a, axis=0, dtype=None, out=None: np.cumsum(a, axis, dtype, out)
 UFUNC_METHODS[(np.multiply, "accumulate")] = lambda a, axis=0, dtype=None, out=None: np.cumprod(a, axis, dtype, out)
 

@@ -190,11 +190,13 @@ implements(np.atleast_2d)(_atleast(2))
 implements(np.atleast_3d)(_atleast(3))
 
 
-@implements(np.split, np.array_split)
-def _split(ary, indices_or_sections, axis=0):
+@implements(np.array_split)
+def _array_split(ary, indices_or_sections, axis=0):
     n = np.shape(ary)[axis]
-    if isinstance(indices_or_sections, (int, np.integer)):
+    if np.ndim(indices_or_sections) == 0:   # a count: int, numpy integer or 0-d array, as numpy's int()
         k = int(indices_or_sections)
+        if k <= 0:
+            raise ValueError("number sections must be larger than 0.")
         sizes = [n // k + (1 if i < n % k else 0) for i in range(k)]
         bounds = np.cumsum([0] + sizes)
     else:
@@ -203,9 +205,24 @@ def _split(ary, indices_or_sections, axis=0):
     return [ary[lead + (slice(int(a), int(b)),)] for a, b in zip(bounds[:-1], bounds[1:])]
 
 
-implements(np.hsplit)(lambda ary, s: _split(ary, s, axis=1 if np.ndim(ary) > 1 else 0))
-implements(np.vsplit)(lambda ary, s: _split(ary, s, axis=0))
-implements(np.dsplit)(lambda ary, s: _split(ary, s, axis=2))
+@implements(np.split)
+def _split(ary, indices_or_sections, axis=0):
+    if np.ndim(indices_or_sections) == 0 and np.shape(ary)[axis] % int(indices_or_sections):
+        raise ValueError("array split does not result in an equal division")
+    return _array_split(ary, indices_or_sections, axis)
+
+
+def _split_along(name: str, axis: int, min_ndim: int):
+    def handler(ary, indices_or_sections):
+        if np.ndim(ary) < min_ndim:
+            raise ValueError(f"{name} only works on arrays of {min_ndim} or more dimensions")
+        return _split(ary, indices_or_sections, axis=axis if np.ndim(ary) > 1 else 0)
+    return handler
+
+
+implements(np.hsplit)(_split_along("hsplit", 1, 1))
+implements(np.vsplit)(_split_along("vsplit", 0, 2))
+implements(np.dsplit)(_split_along("dsplit", 2, 3))
 
 
 @implements(np.flip)
@@ -301,6 +318,11 @@ def _diag(v, k=0):
     rows = np.arange(np.shape(v)[0]) + max(-k, 0)
     out[rows, rows + k] = v
     return out
+
+
+@implements(np.diagflat)
+def _diagflat(v, k=0):
+    return _diag(np.ravel(v), k)
 
 
 def _tri_mask(m, k, lower):
