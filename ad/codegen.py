@@ -86,9 +86,15 @@ def eqn_source(e, ns: _Namespace) -> str:
 
 
 def _guard_source(e, ns: _Namespace) -> str:
-    """A guard checks, and names itself and the user's line when the check fails."""
-    args = ", ".join(_operand_src(x, ns) for x in e.inputs)
-    return f"{ns.bind(check_guard, 'check_guard', numbered=False)}({args}, {format_eqn(e)!r}, {e.source!r})"
+    """A guard checks, and names itself and the user's line when the check fails; a scalar
+    assumption (a branch, an integer) is checked inline, it runs on every call."""
+    x, expected = (_operand_src(v, ns) for v in e.inputs)
+    check = ns.bind(check_guard, "check_guard", numbered=False)
+    call = f"{check}({x}, {expected}, {format_eqn(e)!r}, {e.source!r})"
+    value = e.inputs[1].value
+    if isinstance(value, (bool, np.bool_)):               # a branch: a truth test is cheapest
+        return f"True if {'' if value else 'not '}{x} else {call}"
+    return call if isinstance(value, np.ndarray) else f"{x} == {expected} or {call}"
 
 
 @gc_paused

@@ -227,7 +227,8 @@ def _index_add_rule(x, value, *arrays, index):
 # -- guards -------------------------------------------------------------------------------------
 
 def _guard(x, expected):
-    same = x == expected if np.ndim(x) == 0 else np.array_equal(x, expected)
+    # scalars (a branch, an integer) compare directly: a guard runs once per use, so it is cheap
+    same = np.array_equal(x, expected) if isinstance(expected, np.ndarray) else x == expected
     if not same:
         raise GuardError(expected, np.asarray(x))
     return np.True_

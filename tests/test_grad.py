@@ -213,3 +213,16 @@ def test_vjp_returns_one_cotangent_per_argument():
     y, pb = ad.vjp(lambda a, b: (a * b, np.sum(a)), np.array([1.0, 2.0]), np.array([3.0, 4.0]))
     da, db = pb((np.ones(2), 1.0))
     assert da.tolist() == [4.0, 5.0] and db.tolist() == [1.0, 2.0]
+
+
+@pytest.mark.parametrize("shape", [(), (1,), (1, 1)])
+def test_grad_accepts_any_output_of_size_one(shape):
+    f = lambda x: np.reshape(np.sum(x * x), shape)          # noqa: E731
+    x = np.array([1.0, -2.0])
+    for form in ("lifted", "closure", "compiled"):
+        np.testing.assert_allclose(ad.grad(f, form=form)(x), 2 * x)
+
+
+def test_grad_of_a_larger_output_suggests_vjp():
+    with pytest.raises(ad.NonDifferentiableError, match="size 1.*ad.vjp"):
+        ad.grad(lambda x: x * 2.0)(np.ones(2))
