@@ -17,6 +17,7 @@ from .core_prims import add_p, full_p, positive_p
 from .errors import NonDifferentiableError
 from .lift import LiftedRule, lift
 from .primitives import Primitive, lookup
+from .rrule import rule_of
 from .tape import Eqn, Origin, Tape, Var, active_vars, eval_tape, format_tape, freeze_params, gc_paused
 
 
@@ -231,10 +232,7 @@ def build(primal: Tape, values: list, wrt: list[int], *, seed: str = "ones",
             b.emit(e.prim, ops, e.params, outs, e.source, e.origin)
             env.update(zip(e.outputs, outs))
             continue
-        if e.prim.rule is None:
-            raise NotImplementedError(
-                f"{e.prim.name} has no rule, so its gradient is unknown (at {e.source}). Register "
-                f"one with @ad.rrule({e.prim.name}) returning (y, pullback).")
+        rule_of(e)                       # refuses what has no (checked) rule
         lifted = lift(e.prim, e.params, opvals, needs, e.source)
         if lifted.fallback:
             fallbacks.append(Fallback(e.prim.name, e.source, lifted.fallback))

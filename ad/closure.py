@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .core_prims import project
+from .rrule import rule_of
 from .tangents import NoTangent, ZeroTangent
 from .tape import Tape, Var, active_vars, eval_eqns
 from .trace_state import Traced
@@ -30,9 +31,7 @@ def eval_closure(primal: Tape, args, wrt: list[int], seeds: list, observe=None) 
         needs = tuple(type(x) is Var and x in active for x in e.inputs)
         pullback = None
         if any(needs) and e.prim.differentiable:
-            if e.prim.rule is None:
-                raise NotImplementedError(f"{e.prim.name} has no rule (at {e.source})")
-            y, pullback = e.prim.rule(*vals, **dict(e.params))
+            y, pullback = rule_of(e)(*vals, **dict(e.params))
             stack.append((e, pullback, needs))
         else:
             y = e.prim.bind(*vals, **dict(e.params))

@@ -39,6 +39,8 @@ class Primitive:
     spelling: how generated code calls it: a format string over ``{0}``, ``{1}``... and the
         params (``"np.matmul({0}, {1})"``), or a function ``(args, params) -> str``; by default
         ``np.<name>`` of ``function``.
+    complex_rule: its rule is written and checked for complex operands (the convention of
+        docs/architecture.md); until then a gradient through it with complex values is refused.
     rule: the rrule, set by ``@ad.rrule``; differentiable: False for non_differentiable.
     """
 
@@ -47,7 +49,7 @@ class Primitive:
                  doc: str | None = None, elementwise: bool = False, linear_in: tuple[int, ...] = (),
                  returns_view: Callable | None = None, write_through: Callable | None = None,
                  value_dependent_shape: bool = False, samples: tuple = (), kink: Callable | None = None,
-                 spelling: str | Callable | None = None):
+                 spelling: str | Callable | None = None, complex_rule: bool = False):
         if kind not in KINDS:
             raise ValueError(f"primitive kind {kind!r}; choose one of {KINDS}")
         if name in REGISTRY:
@@ -69,6 +71,7 @@ class Primitive:
         self.samples = tuple(samples)
         self.kink = kink
         self.spelling = spelling
+        self.complex_rule = complex_rule
         self.rule = None
         self.differentiable = True
         self.__doc__ = doc or getattr(function, "__doc__", None)

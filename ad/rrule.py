@@ -11,6 +11,9 @@ from __future__ import annotations
 import contextlib
 import functools
 
+import numpy as np
+
+from .errors import UnsupportedFunctionError
 from .primitives import Primitive, lookup, unique_name
 from .tangents import NoTangent, Thunk, ZeroTangent, unthunk
 
@@ -117,3 +120,21 @@ def non_differentiable(*fs):
         rule.__qualname__ = rule.__name__ = f"{prim.name}_rule"
         prim.rule = rule
         prim.differentiable = False
+
+
+def rule_of(e):
+    """The rule that differentiates equation ``e``; refuses loudly what has no checked rule: a
+    primitive without one, or complex values through a rule not written for them (a real rule
+    applied to complex numbers gives a silently wrong gradient)."""
+    prim = e.prim
+    if prim.rule is None:
+        raise NotImplementedError(
+            f"{prim.name} has no rule, so its gradient is unknown (at {e.source}). Register one "
+            f"with @ad.rrule({prim.name}) returning (y, pullback).")
+    if not prim.complex_rule and any(np.issubdtype(v.aval.dtype, np.complexfloating)
+                                     for v in (*e.inputs, *e.outputs)):
+        raise UnsupportedFunctionError(
+            f"the gradient of {prim.name} with complex values: its rule is written for real "
+            "numbers and would give a wrong gradient. Complex differentiation is not supported "
+            "yet; differentiate real and imaginary parts as separate real arrays.", location=e.source)
+    return prim.rule
