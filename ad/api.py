@@ -6,7 +6,7 @@ import inspect
 import numpy as np
 
 from . import pytree
-from .backward import GradTape, build, partition
+from .backward import GradTape, build, is_real, partition
 from .cache import TapeCache
 from .closure import eval_closure
 from .codegen import compile_tape
@@ -223,10 +223,11 @@ def _closure(primal: Tape, args, argnums):
     wrt, grad_tree, slots = _wrt(primal, argnums, len(args))
     flat = primal.flatten_args(args)
     out = primal.outputs[0] if len(primal.outputs) == 1 else None
-    if out is None or out.aval.size != 1 or not out.aval.is_float:
+    if out is None or out.aval.size != 1 or not is_real(out.aval):
         raise NonDifferentiableError(
-            f"grad needs a function returning one float value (any shape of size 1); this one "
-            f"returns {[str(v.aval) for v in primal.outputs]}. Use ad.vjp(f, *args) for other outputs.")
+            f"grad needs a function returning one real float value (any shape of size 1); this one "
+            f"returns {[str(v.aval) for v in primal.outputs]}. Take np.real of a complex value, or "
+            "use ad.vjp(f, *args) for other outputs.")
     outs, grads = eval_closure(primal, flat, wrt, [np.ones(out.aval.shape, out.aval.dtype)])
     leaves = [None if s < 0 else grads[s] for s in slots]
     return pytree.unflatten(primal.out_tree, outs), pytree.unflatten(grad_tree, leaves)
@@ -254,7 +255,9 @@ def vjp(f, *args):
         cts, tree = pytree.flatten(dy)
         if tree != primal.out_tree:
             raise TypeError(f"the cotangent's structure {tree} differs from the output's {primal.out_tree}")
-        grads = eval_tape(bwd, residual_values + [np.asarray(c) for c in cts])
+        # cotangents stay tracers when the pullback is differentiated again (vjp of a vjp)
+        grads = eval_tape(bwd, residual_values + [c if isinstance(c, Tracer) else np.asarray(c)
+                                                  for c in cts])
         leaves = [None if s < 0 else grads[s] for s in slots]
         return tuple(pytree.unflatten(grad_tree, leaves))
     pullback.tape = gt

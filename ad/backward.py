@@ -12,6 +12,8 @@ import itertools
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
+import numpy as np
+
 from . import pytree
 from .core_prims import add_p, full_p, positive_p
 from .errors import NonDifferentiableError
@@ -215,6 +217,13 @@ def build(primal: Tape, values: list, wrt: list[int], *, seed: str = "ones",
     values: concrete inputs (used once, to lift rules at real values); wrt: indices of the
     inputs to differentiate; seed: "ones" (scalar output, seed 1) or "input" (cotangent inputs).
     """
+    if seed == "ones" and (len(primal.outputs) != 1 or primal.outputs[0].aval.size != 1
+                           or not is_real(primal.outputs[0].aval)):
+        raise NonDifferentiableError(
+            f"grad needs a function returning one real float value (any shape of size 1); this "
+            f"one returns {[str(v.aval) for v in primal.outputs]}. Take np.real of a complex value, "
+            "or use ad.vjp(f, *args) for other outputs.",
+            location=primal.eqns[-1].source if primal.eqns else None)
     b = _Builder()
     inputs = [b.new(v.aval) for v in primal.inputs]
     env: dict = dict(zip(primal.inputs, inputs))
@@ -252,11 +261,6 @@ def build(primal: Tape, values: list, wrt: list[int], *, seed: str = "ones",
     ct: dict = {}
     seeds = []
     if seed == "ones":
-        if len(value_outs) != 1 or value_outs[0].aval.size != 1 or not value_outs[0].aval.is_float:
-            raise NonDifferentiableError(
-                f"grad needs a function returning one float value (any shape of size 1); this one "
-                f"returns {[str(v.aval) for v in value_outs]}. Use ad.vjp(f, *args) for other outputs.",
-                location=primal.eqns[-1].source if primal.eqns else None)
         out = value_outs[0]
         if reached[0]:
             s = b.new(out.aval)
@@ -305,6 +309,10 @@ def build(primal: Tape, values: list, wrt: list[int], *, seed: str = "ones",
                     grad_tree=grad_tree, grad_slots=tuple(grad_slots),
                     fallbacks=tuple(fallbacks), wrt=tuple(grad_inputs), captures=primal.captures,
                     meta={"primal_map": env, "cotangents": ct})
+
+
+def is_real(aval) -> bool:
+    return np.issubdtype(aval.dtype, np.floating)
 
 
 def _rule_output(b: _Builder, sub, o, lifted: LiftedRule, primal_var: Var, e: Eqn):

@@ -200,13 +200,20 @@ def _divide_rule(a, b):
     return y, lambda dy: (thunk(lambda: dy / b), thunk(lambda: -dy * y / b))
 
 
+def _power_slope(x, p):
+    """d(x**p)/dx; 0 where p is 0, also at x = 0 where p * x**(p-1) would be 0 * inf."""
+    if isinstance(p, (int, float)):                 # a constant exponent: decided here, once
+        return 0 * x if p == 0 else p * x ** (p - 1)
+    return np.where(p == 0, 0, p * x ** (p - 1))
+
+
 @rrule(np.power)
 def _power_rule(x, p):
     y = x ** p
 
     def pullback(dy):
         # d/dp is y*log(x): defined for x > 0; elsewhere 0 (x**p is real only for integer p).
-        return (thunk(lambda: dy * p * x ** (p - 1)),
+        return (thunk(lambda: dy * _power_slope(x, p)),
                 thunk(lambda: dy * y * np.log(np.where(x > 0, x, 1))))
     return y, pullback
 

@@ -316,7 +316,11 @@ def _var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=np
 
 @implements(np.std)
 def _std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kwargs):
-    return np.sqrt(_var(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims, **kwargs))
+    var = _var(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims, **kwargs)
+    axes = normalize_axis(axis, np.ndim(a))
+    if (np.size(a) if axes is None else int(np.prod([np.shape(a)[i] for i in axes]))) == 1 and ddof == 0:
+        return var      # one element per reduction: std is identically 0 (sqrt's slope at 0 is not)
+    return np.sqrt(var)
 
 
 @implements(np.average)
