@@ -93,41 +93,62 @@ class Listing:
             tail += f'<span class="tv-tag tv-tag-opaque"{attr("title", reason)}>opaque closure</span>'
         return f'<span class="tv-n">#{i}</span>{lhs} = {rhs} {ops}{tail}'
 
-    def render(self) -> str:
+    def window(self, cursor: int | None = None) -> tuple[int, int]:
+        """The rows [lo, hi) drawn around a cursor row (default: the model's)."""
+        m = self.model
+        cursor = m.row_of_eqn[m.step.start] if cursor is None else cursor
+        return max(0, cursor - self.rows_each_side), min(len(m.rows), cursor + self.rows_each_side + 1)
+
+    def follow(self, window: tuple[int, int] | None) -> tuple[int, int]:
+        """The window to draw next: ``window`` while the cursor stays a quarter of it away from
+        its edges (so a step sends no new listing), else one centred on the cursor."""
+        m = self.model
+        cursor, n = m.row_of_eqn[m.step.start], len(m.rows)
+        if window is not None:
+            lo, hi = window
+            margin = max(1, self.rows_each_side // 4)
+            if lo <= cursor < hi and (lo == 0 or cursor >= lo + margin) and (hi == n or cursor < hi - margin):
+                return window
+        return self.window(cursor)
+
+    def render(self, window: tuple[int, int] | None = None, cursor: bool = True) -> str:
+        """The rows of ``window`` (default: around the cursor); with ``cursor=False`` without
+        what depends on the cursor and the selection (the view adds those classes), so the same
+        markup serves every step that keeps the window."""
         m = self.model
         step = m.step
-        cursor = m.row_of_eqn[step.start]
-        lo = max(0, cursor - self.rows_each_side)
-        hi = min(len(m.rows), cursor + self.rows_each_side + 1)
-        partners = m.partners()[0]
-        selected = m.producer_index.get(m.selected) if m.selected else None
-        ctx = (step.start, step.stop, partners, selected)
+        row_now = m.row_of_eqn[step.start]
+        lo, hi = window or self.window()
+        partners = m.partners()[0] if cursor else set()
+        selected = m.producer_index.get(m.selected) if cursor and m.selected else None
+        ctx = (step.start, step.stop, partners, selected) if cursor else None
         body = []
         if lo > 0:
             body.append(f'<tr class="tv-more"><td colspan="2">\u2026 {lo} rows above (drawn as the cursor '
                         'moves)</td></tr>')
         for r in range(lo, hi):
             row = m.rows[r]
-            cls = " tv-cursor-row" if r == cursor else ""
-            fwd = self._inputs(partners) if row.key is None else self._cell(row.forward, ctx, "forward")
+            cls = " tv-cursor-row" if cursor and r == row_now else ""
+            fwd = self._inputs(partners, cursor) if row.key is None else self._cell(row.forward, ctx, "forward")
             body.append(f'<tr class="tv-row{cls}" data-row="{r}"><td class="tv-forward">{fwd}</td>'
                         f'<td class="tv-backward">{self._cell(row.backward, ctx, "backward")}</td></tr>')
         if hi < len(m.rows):
             body.append(f'<tr class="tv-more"><td colspan="2">\u2026 {len(m.rows) - hi} rows below</td></tr>')
-        return (f'<div class="tv-listing"{attr("data-step", m.index)}{attr("data-current", m.current)}'
+        where = f'{attr("data-step", m.index)}{attr("data-current", m.current)}' if cursor else ""
+        return (f'<div class="tv-listing"{where}'
                 f'{attr("data-rows", f"{lo}-{hi - 1}")}{attr("data-total-rows", len(m.rows))}>'
                 '<div class="tv-scroll"><table class="tv-pair"><thead><tr>'
                 '<th class="tv-forward">forward \u2193 (each rule instance)</th>'
                 '<th class="tv-backward">backward \u2191 (its pullback block and fan-in, runs bottom to top)</th>'
                 f'</tr></thead><tbody>{"".join(body)}</tbody></table></div></div>')
 
-    def _inputs(self, partners) -> str:
+    def _inputs(self, partners, cursor: bool = True) -> str:
         m = self.model
         lines = ['<div class="tv-block-h">inputs</div>']
         for v in m.gt.inputs[:len(m.gt.inputs) - getattr(m.gt, "n_seeds", 0)]:
             name = repr(v)
             d = m.var_attrs[name]
-            cls = " tv-sel" if name == m.selected else ""
+            cls = " tv-sel" if cursor and name == m.selected else ""
             kind = "differentiated" if d["kind"] == "parameter" else "not differentiated"
             lines.append(f'<div class="tv-eq tv-input{cls}" data-var="{esc(name)}"><span class="tv-n">in</span>'
                          f'{self.var(name)}<span class="tv-aval">:{esc(d["aval"])}</span> '
@@ -136,20 +157,23 @@ class Listing:
         return "".join(lines)
 
     def _cell(self, eqns: list[int], ctx, side: str) -> str:
-        start, stop, partners, selected = ctx
         marks = self.model.marks
         out = []
         for i, before, tail in self._parts(eqns, side):
-            cls = ("tv-current" if start <= i < stop else "tv-future" if i >= stop else "tv-done")
-            if i in partners:
-                cls += " tv-partner"
-            if i == selected:
-                cls += " tv-sel"
+            if ctx is None:                   # the view adds the cursor's classes
+                cls = ""
+            else:
+                start, stop, partners, selected = ctx
+                cls = " tv-current" if start <= i < stop else " tv-future" if i >= stop else " tv-done"
+                if i in partners:
+                    cls += " tv-partner"
+                if i == selected:
+                    cls += " tv-sel"
             badges = ""
             if i in marks:
                 badges = "".join(_badge(k) for k in marks[i])
                 cls += " tv-failed" if any(k.status == "fail" for k in marks[i]) else " tv-warned"
-            out.append(f'{before}<div class="tv-eq {cls}"{tail}{badges}</div>')
+            out.append(f'{before}<div class="tv-eq{cls}"{tail}{badges}</div>')
         return "".join(out)
 
     def _parts(self, eqns: list[int], side: str) -> list:

@@ -13,7 +13,10 @@ from .markup import attr, esc
 from .model import DebugModel
 
 
-def residuals_html(model: DebugModel, listing: Listing, rows_each_side: int = 30) -> str:
+def residuals_html(model: DebugModel, listing: Listing, rows_each_side: int = 30, cursor: bool = True) -> str:
+    """The table's rows around the cursor's residuals; with ``cursor=False`` without what depends
+    on the cursor (the live rows' class, the lifetime's cursor mark: the view sets them), so
+    steps that keep the same rows send the same markup."""
     table = model.residual_table()
     if not table:
         return '<div class="tv-residuals tv-empty">The backward pass reads no forward value.</div>'
@@ -38,12 +41,13 @@ def residuals_html(model: DebugModel, listing: Listing, rows_each_side: int = 30
         left, width = max(r["first"], 0) / n_eqns * 100, (r["last"] - max(r["first"], 0) + 1) / n_eqns * 100
         producer = "input" if r["producer"] is None else f"#{r['producer']} {model.eqns[r['producer']].prim.name}"
         consumers = ", ".join(f"#{c}" for c in r["consumers"][:6]) + (" \u2026" if len(r["consumers"]) > 6 else "")
-        cls = ' class="tv-live"' if live else ""
+        cls = ' class="tv-live"' if live and cursor else ""
+        mark = f' style="left:{step.start / n_eqns * 100:.2f}%"' if cursor else ""
         rows.append(f'<tr{cls} data-var="{esc(r["name"])}" data-first="{r["first"]}" data-last="{r["last"]}"><td>{listing.var(r["name"])} '
                     f'<span class="tv-label">{esc(r["label"])}</span></td><td>{esc(r["aval"])}</td>'
                     f'<td class="tv-num">{r["bytes"]:,}</td><td>{esc(producer)}</td><td>{esc(consumers)}</td>'
                     f'<td>{first} \u2192 {last}<div class="tv-life"><span style="left:{left:.2f}%;'
-                    f'width:{max(width, 0.5):.2f}%"></span><i style="left:{step.start / n_eqns * 100:.2f}%"></i>'
+                    f'width:{max(width, 0.5):.2f}%"></span><i{mark}></i>'
                     f'</div></td></tr>')
     more = f" (rows {lo + 1}\u2013{hi} shown, around the cursor)" if hi - lo < len(table) else ""
     return (f'<div class="tv-residuals"{attr("data-count", len(table))}>'

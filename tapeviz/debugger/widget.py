@@ -9,8 +9,10 @@ a widget manager (JupyterLab, Notebook 7, Voila, VS Code, Colab) and in marimo
 a cell (``dbg.next()``, ``dbg.select("%7")``, ``dbg.run_checks()``) or from the view (a message
 ``{"action": "next"}``), moves the model, and ``_refresh`` sends what the view shows as traits:
 the frame (``frames``) and HTML drawn by the views (``listing``, ``inspector``, ``residuals``,
-``closure``) and the graph pane's DOT, which the browser lays out. The only module of the
-package that imports ipywidgets (through anywidget).
+``closure``) and the graph pane's DOT, which the browser lays out (in a Web Worker). The listing
+and the residuals are sent without what depends on the cursor (the view sets those classes), and
+the listing's window of rows moves only when the cursor nears its edges, so most steps send
+neither. The only module of the package that imports ipywidgets (through anywidget).
 """
 from __future__ import annotations
 
@@ -79,6 +81,7 @@ class TapeDebugger(anywidget.AnyWidget):
         # the rules as they are now: a rule swapped later must not change what is shown
         self.rules = {e.prim: e.prim.rule for e in self.primal.eqns}
         self.listing_view = Listing(self.model, rows)
+        self._window = None                    # the listing's rows [lo, hi) the view has
         self.graph = GraphPane(self.model, graph_k)
         self.last_export: Exported | None = None
         self._instances = None
@@ -327,9 +330,12 @@ class TapeDebugger(anywidget.AnyWidget):
     def _refresh(self):
         m = self.model
         with self.hold_sync():
-            self._listing = self.listing_view.render()
+            # the same rows, without the cursor's classes (the view adds them), while the cursor
+            # stays inside: most steps send no listing at all
+            self._window = self.listing_view.follow(self._window)
+            self._listing = self.listing_view.render(self._window, cursor=False)
             self._inspector = inspector_html(m, self.listing_view.var)
-            self._residuals = residuals_html(m, self.listing_view)
+            self._residuals = residuals_html(m, self.listing_view, cursor=False)
             self._closure = self.closure_panel() if self._closure_on else ""
             self._dot = self.graph.dot()
             self._frame = self._frame_now()

@@ -31,6 +31,26 @@ def test_only_a_window_of_rows_is_drawn(big):
         assert len(big._listing) < 120_000
 
 
+def test_stepping_inside_the_window_sends_no_new_listing(big):
+    """The window stays while the cursor is a quarter of it (10 rows) from its edges; then it is
+    centred on the cursor again."""
+    big.set_granularity("pullback")
+    big.step_to(big.n_steps // 2 + 100)           # the backward pass: the cursor moves up the rows
+    sent, n = big._listing, len(big.model.rows)
+    moved = 0
+    for _ in range(60):
+        big.next()
+        cursor = big.model.row_of_eqn[big.model.step.start]
+        now = rows_drawn(big._listing)
+        assert now[0] + 10 <= cursor or now[0] == 0
+        assert cursor < now[-1] + 1 - 10 or now[-1] == n - 1
+        assert cursor in now and len(now) <= 81
+        if big._listing != sent:
+            moved += 1
+            assert now == list(range(max(0, cursor - 40), min(n, cursor + 41)))
+            sent = big._listing
+    assert 0 < moved <= 3, moved
+
 def test_graph_pane_and_residuals_stay_small(big):
     big.step_to(big.n_steps // 2)
     assert 0 < big.graph_svg.count('class="node"') < 60

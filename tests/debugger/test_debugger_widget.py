@@ -9,12 +9,28 @@ import numpy as np
 import tapeviz
 from ad.examples import mlp_loss
 from tapeviz import labels
+from tapeviz.debugger.residuals import residuals_html
 
 from debug_programs import HOSTILE, answers, click, hostile_loss
 
 
 def current_lines(markup: str) -> list[int]:
     return [int(i) for i in re.findall(r'class="tv-eq tv-current[^"]*" data-eq="(\d+)"', markup)]
+
+
+def drawn(markup: str) -> set[int]:
+    return {int(i) for i in re.findall(r'data-eq="(\d+)"', markup)}
+
+
+def shown_current(dbg) -> list[int]:
+    """The current lines as the view marks them: the listing it is sent (cursor-free, the same
+    for every step inside its window) draws them, the frame names them, and Python's drawing of
+    the cursor (the snapshot's) agrees."""
+    step = dbg._frame["step"]
+    lines = list(range(step["start"], step["stop"]))
+    assert set(lines) <= drawn(dbg._listing) and "tv-current" not in dbg._listing
+    assert current_lines(dbg.listing_view.render()) == lines
+    return lines
 
 
 def test_buttons_step_and_the_views_follow(mlp_dbg):
@@ -24,7 +40,7 @@ def test_buttons_step_and_the_views_follow(mlp_dbg):
     assert step["index"] == 0 and step["current"] == "%6" and step["text"] == dbg.phase_line
     click(dbg, "next")
     assert dbg.step == 1 and dbg._frame["step"]["current"] == dbg.current
-    assert current_lines(dbg._listing) == list(range(dbg.model.step.start, dbg.model.step.stop))
+    assert shown_current(dbg) == list(range(dbg.model.step.start, dbg.model.step.stop))
     click(dbg, "prev")
     click(dbg, "prev")                          # at the first step: stays
     assert dbg.step == 0
@@ -60,7 +76,7 @@ def test_granularity_buttons(mlp_dbg):
     assert dbg.granularity == "primitive" and dbg.model.step.start == start
     assert dbg._frame["step"]["n"] == dbg.n_steps == len(dbg.model.eqns)
     assert dbg._frame["granularity"] == "primitive"
-    assert len(current_lines(dbg._listing)) == 1
+    assert len(shown_current(dbg)) == 1
 
 
 def test_select_highlights_partners_in_the_listing(mlp_dbg):
@@ -69,8 +85,9 @@ def test_select_highlights_partners_in_the_listing(mlp_dbg):
     click(dbg, "select", name=name)              # what a click on a variable sends
     assert dbg.selected == name and dbg._frame["selected"] == name
     partners = dbg.model.partners()[0]
-    marked = {int(i) for i in re.findall(r'class="tv-eq [^"]*tv-partner[^"]*" data-eq="(\d+)"', dbg._listing)}
-    assert marked == partners == set(dbg._frame["sel"]["partners"])
+    marked = {int(i) for i in re.findall(r'class="tv-eq [^"]*tv-partner[^"]*" data-eq="(\d+)"',
+                                         dbg.listing_view.render())}
+    assert marked == partners == set(dbg._frame["sel"]["partners"])   # the view marks the frame's
     assert f'data-var="{name}"' in dbg._inspector.split(">", 1)[0]
     click(dbg, "goto")                           # the cursor follows the selection
     assert dbg.model.step.start <= dbg.model.producer_index[name] < dbg.model.step.stop
@@ -177,8 +194,14 @@ def test_residuals_table_and_live_rows(mlp_dbg):
     table = dbg.model.residual_table()
     assert [n for _, n, _, _ in rows] == [r["name"] for r in table]
     assert [(int(a), int(b)) for _, _, a, b in rows] == [(r["first"], r["last"]) for r in table]
-    live = {n for cls, n, _, _ in rows if cls}
+    assert not any(cls for cls, _, _, _ in rows)        # the view marks the live rows, by the frame
     step = dbg.model.step
+    sent = dbg._residuals
+    dbg.prev()
+    assert dbg._residuals == sent                       # a step that keeps the rows sends nothing
+    dbg.next()
+    drawn = residuals_html(dbg.model, dbg.listing_view, rows_each_side=len(table))   # Python's drawing
+    live = set(re.findall(r'<tr class="tv-live" data-var="(%\d+)"', drawn))
     assert live == {r["name"] for r in table if r["first"] <= step.start <= r["last"]}
 
 

@@ -7,7 +7,9 @@
    notebook the model is anywidget's and Python answers by updating the traits; on a static page
    it is a Session built from the states the page embeds, which answers the same messages. What
    depends on the cursor or the selection (current line, partners, tints, notes) is applied here
-   by classes, so one listing or card serves every step. Listeners only, never inline handlers:
+   by classes, so one listing or card serves every step; new markup for the listing and the
+   residuals keeps the rows that did not change (refill), so a step re-lays out only what it
+   changed, and Graphviz lays out in a Web Worker. Listeners only, never inline handlers:
    the view works under a Content-Security-Policy without 'unsafe-inline'. Tape strings reach the
    DOM as text, or inside Python's escaped HTML. */
 
@@ -99,19 +101,93 @@ function skeleton(root) {
   return ui;
 }
 
-/* Graphviz in WebAssembly, loaded once per view from the source the model sends; null when the
-   page may not compile WebAssembly (a CSP without 'wasm-unsafe-eval'): the kernel draws then. */
+/* Graphviz in WebAssembly, loaded once per view from the source the model sends: { dot(source)
+   -> a promise of SVG, worker }. It lays out in a Web Worker, so the view repaints while a graph
+   is laid out (on the main thread only where a page may not start workers); null when the page
+   may not compile WebAssembly (a CSP without 'wasm-unsafe-eval'): the kernel draws then. */
+const EMPTY_WASM = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0]);
+const WORKER_READY_MS = 30_000;
+
 async function loadGraphviz(source) {
-  const url = URL.createObjectURL(new Blob([source], { type: "text/javascript" }));
   try {
-    const { Graphviz } = await import(url);
-    return await Graphviz.load();
+    await WebAssembly.instantiate(EMPTY_WASM);
   } catch (error) {
     console.warn("tapeviz: Graphviz WebAssembly unavailable, the kernel draws the graph:", error);
     return null;
+  }
+  const url = URL.createObjectURL(new Blob([source], { type: "text/javascript" }));
+  try {
+    return (await workerGraphviz(url)) ?? (await mainGraphviz(url));
   } finally {
     URL.revokeObjectURL(url);
   }
+}
+
+async function mainGraphviz(url) {
+  try {
+    const { Graphviz } = await import(url);
+    const graphviz = await Graphviz.load();
+    return { dot: async (dot) => graphviz.dot(dot), worker: false };
+  } catch (error) {
+    console.warn("tapeviz: Graphviz WebAssembly unavailable, the kernel draws the graph:", error);
+    return null;
+  }
+}
+
+/* A module worker that imports Graphviz and answers {id, dot} with {id, svg} or {id, error};
+   null when no worker starts (the caller lays out on the main thread then). */
+function workerGraphviz(url) {
+  const code = `import { Graphviz } from ${JSON.stringify(url)};
+const graphviz = await Graphviz.load();
+addEventListener("message", ({ data }) => {
+  let answer;
+  try { answer = { id: data.id, svg: graphviz.dot(data.dot) }; } catch (error) { answer = { id: data.id, error: String(error) }; }
+  postMessage(answer);
+});
+postMessage({ ready: true });`;
+  const script = URL.createObjectURL(new Blob([code], { type: "text/javascript" }));
+  return new Promise((resolve) => {
+    let worker;
+    const give = (value) => { clearTimeout(timer); URL.revokeObjectURL(script); resolve(value); };
+    const fail = (error) => {
+      console.warn("tapeviz: no worker for Graphviz, laying out on the main thread:", error);
+      if (worker) worker.terminate();
+      give(null);
+    };
+    const timer = setTimeout(() => fail("the worker did not start"), WORKER_READY_MS);
+    try {
+      worker = new Worker(script, { type: "module" });
+    } catch (error) {
+      fail(error);
+      return;
+    }
+    const asked = new Map();
+    let next = 0;
+    const failed = (event) => { event.preventDefault(); fail(event.message || "worker error"); };
+    const answered = ({ data: answer }) => {
+      const pending = asked.get(answer.id);
+      asked.delete(answer.id);
+      if (!pending) return;
+      if (answer.error !== undefined) pending.reject(new Error(answer.error));
+      else pending.resolve(answer.svg);
+    };
+    const ready = ({ data }) => {
+      if (!data.ready) return;
+      worker.removeEventListener("error", failed);
+      worker.removeEventListener("message", ready);
+      worker.addEventListener("message", answered);
+      give({
+        worker: true,
+        dot: (dot) => new Promise((resolve, reject) => {
+          const id = next++;
+          asked.set(id, { resolve, reject });
+          worker.postMessage({ id, dot });
+        }),
+      });
+    };
+    worker.addEventListener("error", failed);
+    worker.addEventListener("message", ready);
+  });
 }
 
 /* The graph pane: SVG laid out in the browser, cached by DOT source, drawn at a fixed readable
@@ -151,7 +227,7 @@ class GraphPane {
     const graphviz = await this.graphviz;
     if (graphviz) {
       try {
-        return { svg: graphviz.dot(dot), renderer: "wasm" };
+        return { svg: await graphviz.dot(dot), renderer: "wasm" };
       } catch (error) {
         return { error: `Graphviz could not lay out this graph: ${error}` };
       }
@@ -172,14 +248,21 @@ class GraphPane {
       return;
     }
     this.pending = dot;
+    // the step's listing and phase line reach the screen first, the drawing in a later frame
+    const painted = () => new Promise((done) => requestAnimationFrame(() => setTimeout(done)));
     let drawing = this.cache.get(dot);
+    let waited = false;
     if (!drawing) {
-      await new Promise((done) => requestAnimationFrame(() => setTimeout(done)));   // paint the rest first
-      if (this.pending !== dot) return;
+      if (!(await this.graphviz)?.worker) {      // laid out on the main thread: paint the rest first
+        await painted();
+        waited = true;
+        if (this.pending !== dot) return;
+      }
       drawing = await this.layout(dot);
       this.cache.set(dot, drawing);
       if (this.cache.size > SVG_CACHE) this.cache.delete(this.cache.keys().next().value);
     }
+    if (!waited) await painted();
     if (this.pending !== dot) return;
     const { ui } = this;
     if (drawing.error) {
@@ -292,6 +375,66 @@ class GraphPane {
   }
 }
 
+/* What a part's markup is, apart from what decorate() sets (the cursor's and the selection's
+   classes, the lifetime's cursor): equal keys, the same node for the view. */
+const DECORATED = /\s?\btv-(?:done|current|future|partner|sel|cursor-row|live|written|partner-var|selected)(?![\w-])/g;
+function key(node) {
+  node.tvKey ??= node.outerHTML.replace(DECORATED, "").replace(/ class=""/g, "").replace(/ style="left:[^"]*"/g, "");
+  return node.tvKey;
+}
+
+/* Refill a part (the listing, the residuals) with new markup, keeping the rows (and everything
+   else) that did not change, so one step re-lays out the rows that enter the window, not the
+   whole table; a different structure is replaced whole. */
+function refill(holder, html) {
+  const fresh = document.createElement("template");
+  fresh.innerHTML = html;
+  const root = fresh.content.firstElementChild;
+  const live = holder.firstElementChild;
+  if (!root || !live || holder.childNodes.length !== 1 || fresh.content.childNodes.length !== 1 || !patch(live, root)) {
+    holder.innerHTML = html;
+  }
+}
+
+/* Make live equal fresh, along the path to the table's rows; false when they differ elsewhere
+   in structure (the caller replaces them). */
+function patch(live, fresh) {
+  if (live.tagName !== fresh.tagName) return false;
+  if (fresh.tagName === "TBODY") {
+    patchRows(live, fresh);
+    return true;
+  }
+  if (live.childNodes.length !== live.children.length || fresh.childNodes.length !== fresh.children.length ||
+      live.children.length !== fresh.children.length) return false;
+  for (const { name } of [...live.attributes]) if (!fresh.hasAttribute(name)) live.removeAttribute(name);
+  for (const { name, value } of fresh.attributes) if (live.getAttribute(name) !== value) live.setAttribute(name, value);
+  const pairs = [...fresh.children].map((node, k) => [live.children[k], node]);
+  for (const [old, node] of pairs) {
+    if (node.tagName === "TBODY" || node.querySelector("tbody")) {
+      if (!patch(old, node)) return false;
+    } else if (key(old) !== key(node)) {
+      old.replaceWith(node);
+    }
+  }
+  return true;
+}
+
+function patchRows(live, fresh) {
+  const keep = new Map();
+  for (const row of live.children) keep.set(key(row), row);
+  const rows = [...fresh.children].map((row) => {
+    const old = keep.get(key(row));
+    if (old) keep.delete(key(row));
+    return old || row;
+  });
+  for (const row of keep.values()) row.remove();
+  let at = live.firstElementChild;
+  for (const row of rows) {
+    if (row === at) at = at.nextElementSibling;
+    else live.insertBefore(row, at);
+  }
+}
+
 class View {
   constructor(model, root) {
     this.model = model;
@@ -330,7 +473,8 @@ class View {
     for (const [trait, part] of HTML_PARTS) {
       if (!dirty.has(trait)) continue;
       const html = this.model.get(trait) || "";
-      this.ui[part].innerHTML = html;
+      if (part === "listing" || part === "residuals") refill(this.ui[part], html);
+      else this.ui[part].innerHTML = html;
       if (part === "closure") this.ui.closure.hidden = !html;
     }
     if (dirty.has("_legend")) this.ui.legend.innerHTML = this.model.get("_legend");
@@ -447,7 +591,10 @@ class View {
       "inspect it, drag to pan";
     this.paintChecks(frame.checks);
     this.decorate(this.root);
-    this.scrollToCurrent();
+    if (!this.scrolling) {                // read the layout once, when the frame is drawn anyway
+      this.scrolling = true;
+      requestAnimationFrame(() => { this.scrolling = false; this.scrollToCurrent(); });
+    }
   }
 
   paintChecks(checks) {
@@ -653,7 +800,7 @@ class Session {
       this.layout ??= loadGraphviz(this.graphviz);
       const graphviz = await this.layout;
       if (!graphviz) return;
-      data = graphviz.dot(dot);
+      data = await graphviz.dot(dot);
     }
     const name = `tape-step-${this.state.index + 1}.${format}`;
     const mime = format === "svg" ? "image/svg+xml" : "text/vnd.graphviz";
