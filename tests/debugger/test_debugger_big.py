@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import tapeviz
+from tapeviz.debugger.page import SessionTooLarge
 from debug_programs import loop
 
 
@@ -68,12 +69,9 @@ def test_primitive_granularity_on_a_big_tape(big):
     big.set_granularity("pullback")
 
 
-def test_a_static_page_of_a_big_tape_is_refused_quickly(big, tmp_path):
-    import time
-    from tapeviz.debugger.page import SessionTooLarge
-    t0 = time.perf_counter()
+def test_a_static_page_of_a_big_tape_is_refused_with_the_fix(big, tmp_path):
     with pytest.raises(SessionTooLarge, match=r"10,0\d\d-equation .* over the limit of 50 MB .* raise max_bytes"):
         big.to_html(tmp_path / "big.html")
-    assert time.perf_counter() - t0 < 10 and not (tmp_path / "big.html").exists()
+    assert not (tmp_path / "big.html").exists()        # nothing half-written
     bundle, _ = big._repr_mimebundle_()
     assert "application/vnd.tapeviz.session+json" not in bundle     # only the notebook renderer asks
