@@ -6,7 +6,7 @@ import inspect
 import numpy as np
 
 from . import pytree
-from .backward import GradTape, build, is_real, partition
+from .backward import GradTape, build, check_seed, partition
 from .cache import TapeCache
 from .closure import eval_closure
 from .codegen import compile_tape
@@ -115,7 +115,7 @@ def _wrt(tape: Tape, argnums, nargs: int):
     return wrt, grad_tree, slots
 
 
-def grad_tape(f, *args, argnums=0) -> GradTape:
+def grad_tape(f, *args, argnums=0, holomorphic: bool = False) -> GradTape:
     """The joint gradient tape of a scalar function: forward section, lifted backward section.
 
     ``gt(*new_args)`` returns ``(value, gradients)``; ``gt.forward``/``gt.backward`` are the two
@@ -139,7 +139,8 @@ def grad_tape(f, *args, argnums=0) -> GradTape:
                      for a, s in ((a, pytree.flatten(a)[1]) for a in args))
     primal = _trace(f, concrete, argnums)
     wrt, grad_tree, slots = _wrt(primal, argnums, len(args))
-    return build(primal, _values(primal, concrete), wrt, grad_tree=grad_tree, grad_slots=slots)
+    return build(primal, _values(primal, concrete), wrt, grad_tree=grad_tree, grad_slots=slots,
+                 holomorphic=holomorphic)
 
 
 def _values(primal: Tape, args) -> list:
@@ -153,7 +154,7 @@ def _has_tracer(leaves) -> bool:
 
 
 def value_and_grad(f, argnums=0, *, form: str = "lifted", optimize: bool = True,
-                   max_traces: int = 8):
+                   max_traces: int = 8, holomorphic: bool = False):
     """``value_and_grad(f)(*args) -> (f(*args), gradient)``; see ``grad``.
 
     Tapes are cached per argument signature and, within one, per outcome of the guards the trace
@@ -172,13 +173,13 @@ def value_and_grad(f, argnums=0, *, form: str = "lifted", optimize: bool = True,
     def new_tape(args):
         if form == "closure":
             return _trace(f, args, argnums)
-        gt = grad_tape(f, *args, argnums=argnums)
+        gt = grad_tape(f, *args, argnums=argnums, holomorphic=holomorphic)
         return run_passes(gt) if optimize else gt
 
     def run(entry, args, leaves):
         tape = entry.tape
         if form == "closure":
-            return _closure(tape, args, argnums)
+            return _closure(tape, args, argnums, holomorphic)
         traced = _has_tracer(leaves) or bool(tape.captures)
         if form == "compiled" and not traced:
             if entry.compiled is None:
@@ -197,7 +198,8 @@ def value_and_grad(f, argnums=0, *, form: str = "lifted", optimize: bool = True,
     return value_and_grad_f
 
 
-def grad(f, argnums=0, *, form: str = "lifted", optimize: bool = True, max_traces: int = 8):
+def grad(f, argnums=0, *, form: str = "lifted", optimize: bool = True, max_traces: int = 8,
+         holomorphic: bool = False):
     """The gradient of a scalar function, shaped like the differentiated argument(s).
 
     form: "lifted" (default) runs the lifted backward tape; "closure" calls the rules' pullback
@@ -206,10 +208,19 @@ def grad(f, argnums=0, *, form: str = "lifted", optimize: bool = True, max_trace
     do not retrace; ``grad(f).cache_info()`` counts traces, hits and guard failures. Any output
     of size 1 is accepted (``f64[]``, ``f64[1]``, ``f64[1,1]``).
 
+    Complex inputs (docs/complex.md): for a real ``f`` of complex ``z = x + iy`` the gradient is
+    ``df/dx - i df/dy``, HIPS autograd's and JAX's convention (PyTorch returns its conjugate);
+    ``holomorphic=True`` accepts a complex output of complex inputs and returns ``f'(z)``.
+
     >>> ad.grad(lambda x: np.sum(np.sin(x)))(np.zeros(3))
     array([1., 1., 1.])
+    >>> ad.grad(lambda z: np.abs(z) ** 2)(1 + 2j)
+    np.complex128(2-4j)
+    >>> ad.grad(lambda z: z ** 3, holomorphic=True)(1j)
+    np.complex128(-3+0j)
     """
-    vg = value_and_grad(f, argnums, form=form, optimize=optimize, max_traces=max_traces)
+    vg = value_and_grad(f, argnums, form=form, optimize=optimize, max_traces=max_traces,
+                        holomorphic=holomorphic)
 
     def grad_f(*args):
         return vg(*args)[1]
@@ -218,16 +229,12 @@ def grad(f, argnums=0, *, form: str = "lifted", optimize: bool = True, max_trace
     return grad_f
 
 
-def _closure(primal: Tape, args, argnums):
+def _closure(primal: Tape, args, argnums, holomorphic: bool):
     """Closure form: the traced program's rules run eagerly and their pullbacks are called."""
     wrt, grad_tree, slots = _wrt(primal, argnums, len(args))
     flat = primal.flatten_args(args)
-    out = primal.outputs[0] if len(primal.outputs) == 1 else None
-    if out is None or out.aval.size != 1 or not is_real(out.aval):
-        raise NonDifferentiableError(
-            f"grad needs a function returning one real float value (any shape of size 1); this one "
-            f"returns {[str(v.aval) for v in primal.outputs]}. Take np.real of a complex value, or "
-            "use ad.vjp(f, *args) for other outputs.")
+    check_seed(primal, wrt, holomorphic)
+    out = primal.outputs[0]
     outs, grads = eval_closure(primal, flat, wrt, [np.ones(out.aval.shape, out.aval.dtype)])
     leaves = [None if s < 0 else grads[s] for s in slots]
     return pytree.unflatten(primal.out_tree, outs), pytree.unflatten(grad_tree, leaves)

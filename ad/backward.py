@@ -211,19 +211,15 @@ def _zeros(b: _Builder, aval, of: Var, kind: str, source=None):
 
 @gc_paused
 def build(primal: Tape, values: list, wrt: list[int], *, seed: str = "ones",
-          grad_tree=None, grad_slots=()) -> GradTape:
+          grad_tree=None, grad_slots=(), holomorphic: bool = False) -> GradTape:
     """Lift every differentiable equation of ``primal`` and assemble the backward section.
 
     values: concrete inputs (used once, to lift rules at real values); wrt: indices of the
-    inputs to differentiate; seed: "ones" (scalar output, seed 1) or "input" (cotangent inputs).
+    inputs to differentiate; seed: "ones" (scalar output, seed 1) or "input" (cotangent inputs);
+    holomorphic: the seed 1 may be complex (``check_seed``).
     """
-    if seed == "ones" and (len(primal.outputs) != 1 or primal.outputs[0].aval.size != 1
-                           or not is_real(primal.outputs[0].aval)):
-        raise NonDifferentiableError(
-            f"grad needs a function returning one real float value (any shape of size 1); this "
-            f"one returns {[str(v.aval) for v in primal.outputs]}. Take np.real of a complex value, "
-            "or use ad.vjp(f, *args) for other outputs.",
-            location=primal.eqns[-1].source if primal.eqns else None)
+    if seed == "ones":
+        check_seed(primal, wrt, holomorphic)
     b = _Builder()
     inputs = [b.new(v.aval) for v in primal.inputs]
     env: dict = dict(zip(primal.inputs, inputs))
@@ -313,6 +309,31 @@ def build(primal: Tape, values: list, wrt: list[int], *, seed: str = "ones",
 
 def is_real(aval) -> bool:
     return np.issubdtype(aval.dtype, np.floating)
+
+
+def check_seed(primal: Tape, wrt, holomorphic: bool) -> None:
+    """``grad`` seeds its one output with 1: the output must be one real float value, or, for a
+    holomorphic function, one complex value of complex inputs (then the gradient is f'(z))."""
+    location = primal.eqns[-1].source if primal.eqns else None
+    outs = [str(v.aval) for v in primal.outputs]
+    if len(primal.outputs) != 1 or primal.outputs[0].aval.size != 1 or not primal.outputs[0].aval.is_float:
+        raise NonDifferentiableError(
+            f"grad needs a function returning one float value (any shape of size 1); this one "
+            f"returns {outs}. Use ad.vjp(f, *args) for other outputs.", location=location)
+    if holomorphic:
+        real = [primal.input_names[i] if i < len(primal.input_names) else f"input {i}"
+                for i in wrt if not np.issubdtype(primal.inputs[i].aval.dtype, np.complexfloating)]
+        if real:
+            raise NonDifferentiableError(
+                f"grad(holomorphic=True) differentiates complex inputs; {', '.join(real)} "
+                f"{'is' if len(real) == 1 else 'are'} real. Pass complex values (x + 0j), or drop "
+                "holomorphic=True for a real-valued function.", location=location)
+    elif not is_real(primal.outputs[0].aval):
+        raise NonDifferentiableError(
+            f"grad of a complex-valued function: this one returns {outs}. Take np.real (or np.abs) "
+            "of the output for a real loss, pass holomorphic=True if the function is holomorphic "
+            "(the gradient is then f'(z)), or use ad.vjp(f, *args) with a complex cotangent.",
+            location=location)
 
 
 def _rule_output(b: _Builder, sub, o, lifted: LiftedRule, primal_var: Var, e: Eqn):

@@ -20,7 +20,10 @@ from typing import Callable
 import numpy as np
 
 F64, F32 = np.dtype(np.float64), np.dtype(np.float32)
+C128, C64 = np.dtype(np.complex128), np.dtype(np.complex64)
 GAP = 0.05        # how far values stay from kinks and from each other
+IMAG = 0.5        # complex draws: the imaginary part lies in [-IMAG, IMAG), clear of the branch
+                  # cuts numpy puts on the imaginary axis beyond +-i (arctan, arcsinh)
 
 
 @dataclass(frozen=True)
@@ -42,7 +45,8 @@ class Sample:
     """Operands (one ``In`` each, literals included) and static params of one kind of call.
 
     shapes: the shape sets of ``SHAPES`` it runs at; dtypes: the first at every shape set, the
-    others at the last one; kinks: explicit points, one tuple of values per non-literal operand,
+    others at the last one (a primitive declaring ``complex_rule`` also runs every sample at
+    complex128 and complex64: ``draw`` with a complex dtype); kinks: explicit points, one tuple of values per non-literal operand,
     where a subgradient applies; call: for primitives not called through ``bind`` (``full``
     has no operand to trace) and for compositions; derive: ``(*drawn) -> operands`` for an
     operand that follows from the others (the maxima ``max_unpool`` routes to).
@@ -87,8 +91,8 @@ def _steps(x):
 
 
 def _spd(x):
-    """x x^T / n + I: symmetric positive definite, from any (..., m, n) x."""
-    gram = x @ np.swapaxes(x, -1, -2)
+    """x x^H / n + I: Hermitian (symmetric) positive definite, from any (..., m, n) x."""
+    gram = x @ np.swapaxes(x, -1, -2).conj()
     return gram / x.shape[-1] + _eye(gram)
 
 
@@ -153,6 +157,8 @@ def _draw_one(inp: In, shape, dtype, rng):
     if inp.kind == "int":
         return rng.integers(int(inp.lo), int(inp.hi), size=shape)
     x = _spread_apart(inp, shape, rng) if inp.apart else rng.uniform(inp.lo, inp.hi, size=shape)
+    if dtype.kind == "c":     # the real part where a real draw lies (its domain), a small imaginary one
+        x = x + 1j * rng.uniform(-IMAG, IMAG, size=shape)
     if inp.structure is not None:
         x = STRUCTURES[inp.structure](x)
     x = np.asarray(x).astype(dtype)
@@ -179,7 +185,8 @@ def _gap(inputs, xs) -> float:
 
 def draw(inputs, rng: np.random.Generator, shape_set: str = "matrix", dtype=F64) -> list:
     """Random values for the non-literal ``inputs``, inside their ranges and ``GAP`` away from
-    their kinks and ties."""
+    their kinks and ties. A complex ``dtype`` makes every float operand complex: its real part
+    drawn as a real one, its imaginary part in [-IMAG, IMAG)."""
     todo = traced(inputs)
     dtype = np.dtype(dtype)
     for _ in range(1000):

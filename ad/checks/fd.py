@@ -4,8 +4,14 @@ kinks. Used by the checker and the tests.
 
 The basic quantity is a directional derivative ``J(x) u`` of a function of several arrays; the
 dot-product test compares ``<J u, v>`` with ``<u, J^T v>`` from a pullback, which checks the
-whole Jacobian in one scalar per random direction pair. Everything is computed in float64; the
-rounding noise of lower-precision outputs widens the convergence test instead of failing it.
+whole Jacobian in one scalar per random direction pair. Everything is computed in float64 (a
+complex value as its real and imaginary parts); the rounding noise of lower-precision outputs
+widens the convergence test instead of failing it.
+
+Complex numbers follow the convention of ``ad`` (HIPS autograd's and JAX's): the cotangent ``g``
+of a complex ``z`` is ``dL/dx - i dL/dy``, so a first-order change of a real ``L`` is
+``Re(sum(g * dz))``, with no conjugation. That real pairing, ``pair(a, b) = Re(sum(a * b))``, is the
+inner product of the dot-product test; on real arrays it is the ordinary dot product.
 """
 from __future__ import annotations
 
@@ -31,9 +37,34 @@ def _leaves(y):
     return y if isinstance(y, (tuple, list)) else (y,)
 
 
+def _real_parts(v) -> list[np.ndarray]:
+    """A value as real float64 arrays: itself, or its real and imaginary parts."""
+    v = np.asarray(v)
+    return [np.ravel(v.real).astype(np.float64), np.ravel(v.imag).astype(np.float64)] if v.dtype.kind == "c" \
+        else [np.ravel(np.asarray(v, dtype=np.float64))]
+
+
 def _flat64(y) -> np.ndarray:
-    leaves = _leaves(y)
-    return np.concatenate([np.ravel(np.asarray(v, dtype=np.float64)) for v in leaves]) if leaves else np.zeros(0)
+    """Outputs flattened into one real float64 vector (complex ones as real, then imaginary parts)."""
+    parts = [p for v in _leaves(y) for p in _real_parts(v)]
+    return np.concatenate(parts) if parts else np.zeros(0)
+
+
+def pair(a, b) -> float:
+    """The real pairing ``Re(sum(a * b))`` of a cotangent and a tangent (see the module docstring)."""
+    return float(np.sum(np.real(np.asarray(a) * np.asarray(b))))
+
+
+def _pairing_weights(vs) -> np.ndarray:
+    """``w`` with ``dot(_flat64(t), w) == sum(pair(v, t))``: ``Re v`` against the real parts of a
+    tangent, ``-Im v`` against its imaginary parts."""
+    return _flat64([np.conj(v) for v in vs])
+
+
+def random_like(x, rng: np.random.Generator) -> np.ndarray:
+    """A standard normal direction shaped like ``x``, complex for a complex ``x``."""
+    u = rng.standard_normal(np.shape(x))
+    return u + 1j * rng.standard_normal(np.shape(x)) if np.iscomplexobj(x) else u
 
 
 def _eps(y) -> float:
@@ -61,7 +92,7 @@ def max_step(xs, us, domains) -> float:
         if dom is None:
             continue
         lo, hi = dom
-        au = np.abs(u)
+        x, au = np.real(x), np.abs(u)     # a complex step moves the real part by at most |u|
         with np.errstate(divide="ignore", invalid="ignore"):
             if lo is not None:
                 cap = min(cap, np.min(np.where(au > 0, (x - lo) / au, np.inf), initial=np.inf))
@@ -80,7 +111,10 @@ def _base_step(xs, us, step, domains) -> float:
 
 
 def _as64(xs, us):
-    return ([np.asarray(x, dtype=np.float64) for x in xs], [np.asarray(u, dtype=np.float64) for u in us])
+    """float64 copies (complex128 for complex values)."""
+    def wide(a):
+        return np.asarray(a, dtype=np.complex128 if np.iscomplexobj(a) else np.float64)
+    return [wide(x) for x in xs], [wide(u) for u in us]
 
 
 def _judge(d1, d2, value, h, noise) -> Estimate:
@@ -163,21 +197,20 @@ def dot_product_test(f: Callable, pullback: Callable, xs, *, rng: np.random.Gene
     """Yield ``(lhs, rhs, estimate)`` per random direction: ``lhs = <J u, v>`` by finite
     differences, ``rhs = <u, J^T v>`` from ``pullback(v) -> cotangents``.
 
-    wrt: indices of the inputs to perturb (default: every float input).
+    wrt: indices of the inputs to perturb (default: every float or complex input).
+    Complex inputs move along complex directions and complex outputs get complex weights; both
+    sides use the real pairing (``pair``).
     """
     xs = [np.asarray(x) for x in xs]
-    wrt = [i for i, x in enumerate(xs) if np.issubdtype(x.dtype, np.floating)] if wrt is None else wrt
+    wrt = [i for i, x in enumerate(xs) if np.issubdtype(x.dtype, np.inexact)] if wrt is None else wrt
     y = f(*xs)
     leaves = _leaves(y)
     for _ in range(directions):
-        us = [rng.standard_normal(np.shape(x)) if i in wrt else np.zeros(np.shape(x))
-              for i, x in enumerate(xs)]
-        vs = [rng.standard_normal(np.shape(leaf)) for leaf in leaves]
-        v = _flat64(vs)
+        us = [random_like(x, rng) if i in wrt else np.zeros(np.shape(x)) for i, x in enumerate(xs)]
+        vs = [random_like(leaf, rng) for leaf in leaves]
         est = directional_derivative(lambda *a: f(*[a[i] if i in wrt else xs[i] for i in range(len(xs))]),
                                      xs, us, domains=domains)
         cts = pullback(type(y)(vs) if isinstance(y, (tuple, list)) else vs[0])
-        rhs = sum(float(np.sum(us[i] * np.asarray(cts[i], dtype=np.float64)))
-                  for i in wrt if cts[i] is not None)
-        lhs = float(np.dot(est.value, v))
+        rhs = sum(pair(cts[i], us[i]) for i in wrt if cts[i] is not None)
+        lhs = float(np.dot(est.value, _pairing_weights(vs)))
         yield lhs, rhs, est

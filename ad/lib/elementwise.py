@@ -9,8 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core_prims import astype_p
-from ..dispatch import UFUNCS, copy, implements, write_out
-from ..errors import UnsupportedFunctionError
+from ..dispatch import UFUNCS, implements, write_out
 from ..primitives import BY_FUNCTION, Primitive
 from ..rrule import non_differentiable, rrule, scalar_rule
 from ..samples import (BINARY, DISTINCT, DISTINCT_Y, NONZERO, NONZERO_Y, POSITIVE, F, In, Sample, Y,
@@ -317,14 +316,6 @@ def _clip_rule(x, lo, hi):
         return (thunk(lambda: np.where((x >= lo) & (x <= hi), dy, 0)),
                 thunk(lambda: np.where(x < lo, dy, 0)), thunk(lambda: np.where(x > hi, dy, 0)))
     return y, pullback
-
-
-@implements(np.real)
-def _real(val):
-    if np.iscomplexobj(val):
-        raise UnsupportedFunctionError("np.real of a complex traced value: complex numbers are not "
-                                       "supported yet")
-    return copy(val)
 
 
 @implements(np.sinc)

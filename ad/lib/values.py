@@ -1,7 +1,6 @@
-"""Rounding, comparisons and the complex-part functions of real arrays: round/around (a
-non-differentiable primitive, like rint), isclose/allclose, array_equal/array_equiv, imag, angle,
-real_if_close, isreal, iscomplex. Traced values are real (complex tracing is not supported); these give numpy's answers
-for real input and refuse complex input loudly."""
+"""Rounding, comparisons and the parts of complex numbers: round/around (a non-differentiable
+primitive, like rint), isclose/allclose, array_equal/array_equiv, real and imag (primitives, with
+rules for complex operands), angle, real_if_close, isreal, iscomplex."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,8 +8,9 @@ import numpy as np
 from ..dispatch import copy, implements, write_out
 from ..errors import UnsupportedFunctionError
 from ..primitives import Primitive
-from ..rrule import non_differentiable
-from ..samples import In, Sample
+from ..rrule import non_differentiable, rrule
+from ..samples import F, In, Sample
+from ..tangents import NoTangent
 from .numeric import as_array
 
 round_p = Primitive("round", lambda x, decimals: np.round(x, decimals), params=("decimals",),
@@ -61,36 +61,61 @@ def _array_equiv(a1, a2):
     return np.all(a1 == a2)
 
 
-def _real_only(what, val):
+real_p = Primitive("real", np.real, function=np.real, elementwise=True, linear_in=(0,),
+                   complex_rule=True, samples=(Sample((F,)),))
+imag_p = Primitive("imag", np.imag, function=np.imag, elementwise=True, linear_in=(0,),
+                   complex_rule=True, samples=(Sample((F,)),))
+
+
+@rrule(real_p)
+def _real_rule(z):
+    """Re z = x: its cotangent g becomes dL/dx - i dL/dy = g (made complex by the driver)."""
+    return real_p.bind(z), lambda dy: (dy,)
+
+
+@rrule(imag_p)
+def _imag_rule(z):
+    """Im z = y: dL/dx - i dL/dy = -i g."""
+    return imag_p.bind(z), lambda dy: (-1j * dy if np.iscomplexobj(z) else NoTangent(),)
+
+
+@implements(np.real)
+def _real(val):
     val = as_array(val)
-    if np.iscomplexobj(val):
-        raise UnsupportedFunctionError(f"{what} of a complex traced value: complex numbers are not "
-                                       "supported yet")
-    return val
+    return real_p.bind(val) if np.iscomplexobj(val) else copy(val)
 
 
 @implements(np.imag)
 def _imag(val):
-    return np.zeros_like(_real_only("np.imag", val))
+    val = as_array(val)
+    return imag_p.bind(val) if np.iscomplexobj(val) else np.zeros_like(val)
 
 
 @implements(np.angle)
 def _angle(z, deg=False):
-    z = _real_only("np.angle", z)
-    a = np.arctan2(np.zeros_like(z), z)      # numpy's formula: pi for negative reals, 0 otherwise
+    z = as_array(z)
+    # numpy's formula; for real z it is pi for negative values, 0 otherwise
+    a = np.arctan2(np.imag(z), np.real(z)) if np.iscomplexobj(z) else np.arctan2(np.zeros_like(z), z)
     return a * (180 / np.pi) if deg else a
 
 
 @implements(np.real_if_close)
 def _real_if_close(a, tol=100):
-    return copy(_real_only("np.real_if_close", a))
+    a = as_array(a)
+    if np.iscomplexobj(a):
+        raise UnsupportedFunctionError(
+            "np.real_if_close of a complex traced value: its result's dtype depends on the values, "
+            "which a tape cannot follow. Use np.real(a) when the imaginary part is negligible.")
+    return copy(a)
 
 
 @implements(np.isreal)
 def _isreal(x):
-    return np.ones(np.shape(x), dtype=bool, like=_real_only("np.isreal", x))
+    x = as_array(x)
+    return np.imag(x) == 0 if np.iscomplexobj(x) else np.ones(np.shape(x), dtype=bool, like=x)
 
 
 @implements(np.iscomplex)
 def _iscomplex(x):
-    return np.zeros(np.shape(x), dtype=bool, like=_real_only("np.iscomplex", x))
+    x = as_array(x)
+    return np.imag(x) != 0 if np.iscomplexobj(x) else np.zeros(np.shape(x), dtype=bool, like=x)

@@ -1,0 +1,137 @@
+"""Complex numbers, registry-wide (issue 14). A primitive declaring ``complex_rule=True`` runs
+every sample at complex128 (every float operand complex), mixed (its first float operand complex,
+the others real) and complex64: finite differences along random complex directions (the
+dot-product test with the real pairing of ad.checks.fd), closure = lifted = compiled, complex64
+kept complex64. Every other primitive refuses complex operands loudly (tests/test_complex_refusal.py).
+The convention (docs/complex.md) is HIPS autograd's and JAX's: ``grad`` of a real ``f`` is
+``df/dx - i df/dy``."""
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pytest
+
+import ad
+from ad.checks.fd import dot_product_test
+from ad.checks.settings import fd_rtol
+from ad.samples import C64, C128, F64
+from cases import PRIMITIVE_CASES, floats, leaves
+
+COMPLEX = [c for c in PRIMITIVE_CASES if c.primitive.complex_rule]
+SHAPED = [pytest.param(c, shape, id=f"{c.name}-{shape}") for c in COMPLEX for shape in c.sample.shapes
+          if any(i.kind == "float" for i in c.sample.inputs)]
+LAST = [pytest.param(c, c.sample.shapes[-1], id=c.name) for c in COMPLEX
+        if any(i.kind == "float" for i in c.sample.inputs)]
+
+
+def _seed(*parts) -> np.random.Generator:
+    return np.random.default_rng(zlib.crc32("/".join(map(str, parts)).encode()))
+
+
+def _mixed(case, shape, rng):
+    """The first float operand complex, the others real."""
+    zs = case.inputs(shape, rng, C128)
+    xs = case.inputs(shape, rng, F64)
+    first = floats(xs)[0]
+    return [z if i == first else x for i, (z, x) in enumerate(zip(zs, xs))]
+
+
+def _complex_weights(y, rng, dtype=np.complex128):
+    return [(rng.standard_normal(np.shape(v)) + 1j * rng.standard_normal(np.shape(v))).astype(dtype)
+            if np.iscomplexobj(v) else rng.standard_normal(np.shape(v)).astype(np.result_type(v))
+            for v in leaves(y)]
+
+
+def _real_loss(fn, ws):
+    """A real loss of a case's outputs: the real pairing Re(sum(w * y)) with each output."""
+    def loss(*xs):
+        return sum(np.sum(np.real(leaf * w)) for leaf, w in zip(leaves(fn(*xs)), ws))
+    return loss
+
+
+def _inexact(xs):
+    return tuple(i for i, x in enumerate(xs) if np.issubdtype(np.result_type(x), np.inexact))
+
+
+@pytest.mark.parametrize("variant", ["complex", "mixed"])
+@pytest.mark.parametrize("case,shape", SHAPED)
+def test_complex_gradient_matches_finite_differences(case, shape, variant):
+    rng = _seed(case.name, shape, variant)
+    xs = case.inputs(shape, rng, C128) if variant == "complex" else _mixed(case, shape, rng)
+    y, pullback = ad.vjp(case.fn, *xs)
+    rtol = fd_rtol([np.result_type(v) for v in (*xs, *leaves(y))])
+    for lhs, rhs, est in dot_product_test(case.fn, pullback, xs, rng=rng, domains=case.domains,
+                                          wrt=_inexact(xs)):
+        assert est.converged, f"finite differences did not converge (error {est.error:.2e})"
+        assert abs(lhs - rhs) <= rtol * max(1.0, abs(lhs), abs(rhs)), (lhs, rhs)
+
+
+@pytest.mark.parametrize("case,shape", SHAPED)
+def test_complex_forms_agree(case, shape):
+    """closure, lifted, lifted without passes and compiled give the same complex gradient."""
+    rng = _seed(case.name, shape, "forms")
+    xs = case.inputs(shape, rng, C128)
+    loss = _real_loss(case.fn, _complex_weights(case.fn(*xs), rng))
+    argnums = _inexact(xs)
+    ref = ad.grad(loss, argnums, form="closure")(*xs)
+    for form, optimize in (("lifted", False), ("lifted", True), ("compiled", True)):
+        got = ad.grad(loss, argnums, form=form, optimize=optimize)(*xs)
+        for r, g in zip(ref, got):
+            assert np.result_type(g) == np.result_type(r)
+            np.testing.assert_allclose(g, r, rtol=1e-12, atol=1e-12, err_msg=f"{form} optimize={optimize}")
+
+
+@pytest.mark.parametrize("case,shape", LAST)
+def test_complex64(case, shape):
+    """complex64 in, complex64 gradients out, close to the complex128 gradient."""
+    rng = _seed(case.name, "c64")
+    xs = case.inputs(shape, rng, C128)
+    argnums = _inexact(xs)
+    xs64 = [x.astype(np.complex64) if i in argnums else x for i, x in enumerate(xs)]
+    ws = _complex_weights(case.fn(*xs), rng)
+    g128 = ad.grad(_real_loss(case.fn, ws), argnums)(*xs)
+    g64 = ad.grad(_real_loss(case.fn, [w.astype(np.complex64) if np.iscomplexobj(w) else w.astype(np.float32)
+                                       for w in ws]), argnums)(*xs64)
+    for a, b in zip(g64, g128):
+        assert np.result_type(a) == C64
+        np.testing.assert_allclose(a, b, rtol=2e-3, atol=2e-3)
+
+
+# -- the convention --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("form", ["lifted", "closure", "compiled"])
+def test_the_convention_is_autograds_and_jaxs(form):
+    """grad(|z|^2)(1+2j) = df/dx - i df/dy = 2x - 2iy; PyTorch returns the conjugate 2+4j."""
+    assert ad.grad(lambda z: np.abs(z) ** 2, form=form)(1 + 2j) == 2 - 4j
+    np.testing.assert_allclose(ad.grad(lambda z: np.abs(z), form=form)(1.1 + 1.2j),
+                               (1.1 - 1.2j) / np.abs(1.1 + 1.2j))
+
+
+@pytest.mark.parametrize("form", ["lifted", "closure", "compiled"])
+def test_holomorphic_grad_is_the_complex_derivative(form):
+    z = np.array(0.3 + 0.7j)
+    got = ad.grad(lambda z: np.sin(z) * z, holomorphic=True, form=form)(z)
+    np.testing.assert_allclose(got, np.cos(z) * z + np.sin(z), rtol=1e-14)
+
+
+def test_grad_of_a_complex_output_says_what_to_do():
+    with pytest.raises(ad.NonDifferentiableError, match="np.real .*holomorphic=True.*ad.vjp"):
+        ad.grad(lambda z: z * z)(1 + 1j)
+    with pytest.raises(ad.NonDifferentiableError, match=r"holomorphic=True\) differentiates complex inputs; x is real"):
+        ad.grad(lambda x: x * x, holomorphic=True)(1.0)
+
+
+def test_vjp_of_a_holomorphic_function_multiplies_by_the_derivative():
+    """vjp of C -> C follows the same convention: pullback(g) = g * f'(z), no conjugation."""
+    z = np.array([0.5 + 1j, -1 + 0.25j])
+    g = np.array([1 - 2j, 0.5j])
+    _, pullback = ad.vjp(np.exp, z)
+    np.testing.assert_allclose(pullback(g)[0], g * np.exp(z), rtol=1e-14)
+
+
+def test_a_real_input_gets_a_real_gradient():
+    """The cotangent of a real operand of a complex product is projected: Re(g z)."""
+    x, z = 1.5, 2 - 1j
+    assert ad.grad(lambda x: np.real(x * z * np.conj(z * x)))(x) == pytest.approx(2 * x * abs(z) ** 2)
+    assert isinstance(ad.grad(lambda x: np.real(x * z))(x), float | np.floating)
