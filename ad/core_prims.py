@@ -6,6 +6,8 @@ unbroadcasts with ``sum_to`` and casts with ``astype``; the tracer records index
 the rule library (which registers the numpy functions that reach them), so that the core never
 imports ``ad.lib``. Index specs are static params: ints, None, "...", ("slice", start, stop,
 step) and ("array", k) for the k-th index operand (integer arrays, traced or constant).
+All of them are linear with real coefficients (or have no operand), so their rules hold for
+complex operands unchanged: they declare ``complex_rule``.
 """
 from __future__ import annotations
 
@@ -21,19 +23,23 @@ from .trace_state import Traced
 # -- elementwise -------------------------------------------------------------------------------
 
 add_p = Primitive("add", np.add, function=np.add, elementwise=True, linear_in=(0, 1),
-                  spelling="{0} + {1}", samples=(Sample((F, Y), shapes=BINARY),))
+                  spelling="{0} + {1}", complex_rule=True, samples=(Sample((F, Y), shapes=BINARY),))
 positive_p = Primitive("positive", np.positive, function=np.positive, elementwise=True, linear_in=(0,),
-                       samples=(Sample((F,)),))
+                       complex_rule=True, samples=(Sample((F,)),))
 scalar_rule(add_p, 1, 1)
 scalar_rule(positive_p, 1)
 
 astype_p = Primitive("astype", lambda x, dtype: np.asarray(x).astype(dtype), params=("dtype",),
-                     elementwise=True, linear_in=(0,),
+                     elementwise=True, linear_in=(0,), complex_rule=True,
                      samples=(Sample((F,), {"dtype": F32}, dtypes=(F64,)), Sample((F,), {"dtype": F64}, dtypes=(F32,))))
-linear_rule(astype_p, lambda dy, x, dtype: dy)   # project() casts back to x's dtype
+# project() casts back to x's dtype. Complex to real keeps the real part (numpy, with a
+# ComplexWarning), so g passes as Re z's does; real to complex is x + 0i, whose real operand
+# project() gives Re g.
+linear_rule(astype_p, lambda dy, x, dtype: dy)
 
 full_p = Primitive("full", lambda shape, dtype, fill_value: np.full(shape, fill_value, dtype),
                    params=("shape", "dtype", "fill_value"), doc="An array filled with one value.",
+                   complex_rule=True,   # no operand, so no cotangent: complex or not
                    spelling="np.full({shape}, {fill_value}, {dtype})",
                    # no operand: recorded through the creation functions' like= (ad.lib.creation)
                    samples=(Sample((F,), shapes=ARRAYS, call=lambda x: np.full(np.shape(x), 2.0, like=x)),))
@@ -55,16 +61,17 @@ def _unpermute(axes) -> tuple[int, ...]:
 
 
 reshape_p = Primitive("reshape", lambda x, shape: np.reshape(x, shape), params=("shape",),
-                      function=np.reshape, linear_in=(0,), returns_view=_always,
+                      function=np.reshape, linear_in=(0,), returns_view=_always, complex_rule=True,
                       write_through=lambda base, new, shape: np.reshape(new, base.shape),
                       samples=(Sample((M34,), {"shape": (2, 6)}, MATRIX),))
 transpose_p = Primitive("transpose", lambda x, axes: np.transpose(x, axes), params=("axes",),
-                        function=np.transpose, linear_in=(0,), returns_view=_always,
+                        function=np.transpose, linear_in=(0,), returns_view=_always, complex_rule=True,
                         write_through=lambda base, new, axes: np.transpose(new, _unpermute(axes)),
                         samples=(Sample((M34,), {"axes": (1, 0)}, MATRIX),))
 broadcast_to_p = Primitive("broadcast_to", lambda x, shape: np.broadcast_to(x, shape),
                            params=("shape",), function=np.broadcast_to, linear_in=(0,),
-                           returns_view=_always, samples=(Sample((In((3, 1)),), {"shape": (2, 3, 4)}, MATRIX),))
+                           returns_view=_always, complex_rule=True,
+                           samples=(Sample((In((3, 1)),), {"shape": (2, 3, 4)}, MATRIX),))
 linear_rule(reshape_p, lambda dy, x, shape: np.reshape(dy, x.shape))
 linear_rule(transpose_p, lambda dy, x, axes: np.transpose(dy, _unpermute(axes)))
 linear_rule(broadcast_to_p, lambda dy, x, shape: dy)   # project() sums back to x's shape
@@ -82,7 +89,7 @@ def _sum_to(x, shape):
 
 
 sum_to_p = Primitive("sum_to", _sum_to, params=("shape",), linear_in=(0,),
-                     doc="Sum a broadcast cotangent back to its primal's shape (unbroadcast).",
+                     doc="Sum a broadcast cotangent back to its primal's shape (unbroadcast).", complex_rule=True,
                      samples=(Sample((M34,), {"shape": (4,)}, MATRIX), Sample((M34,), {"shape": (3, 1)}, MATRIX)))
 linear_rule(sum_to_p, lambda dy, x, shape: np.broadcast_to(dy, x.shape))
 
@@ -177,17 +184,17 @@ def _index_add(x, value, *arrays, index):
 
 
 getitem_p = Primitive("getitem", _getitem, params=("index",), doc="x[index]", linear_in=(0,),
-                      spelling=_getitem_spelling,
+                      spelling=_getitem_spelling, complex_rule=True,
                       returns_view=lambda operands: len(operands) == 1,   # basic indexing only
                       write_through=lambda base, new, *arrays, index:
                           setitem_p.bind(base, new, *arrays, index=index),
                       samples=(Sample((M34,), {"index": (("slice", 1, None, None), ("slice", None, None, 2))}, MATRIX),
                                Sample((M34, index([0, 2, 0])), {"index": (("array", 0),)}, MATRIX)))
-setitem_p = Primitive("setitem", _setitem, params=("index",), linear_in=(0, 1),
+setitem_p = Primitive("setitem", _setitem, params=("index",), linear_in=(0, 1), complex_rule=True,
                       doc="A copy of x with x[index] = value (functional in-place write).",
                       samples=(Sample((M34, In((4,))), {"index": (1,)}, MATRIX),
                                Sample((M34, In(())), {"index": (("slice", None, None, None), 1)}, MATRIX)))
-index_add_p = Primitive("index_add", _index_add, params=("index",), linear_in=(0, 1),
+index_add_p = Primitive("index_add", _index_add, params=("index",), linear_in=(0, 1), complex_rule=True,
                         doc="A copy of x with value added at index, repeats accumulating "
                             "(np.add.at): the scatter-add that transposes a gather.",
                         samples=(Sample((M34, M34, index([0, 0, 2])), {"index": (("array", 0),)}, MATRIX),))

@@ -22,9 +22,11 @@ def _concatenate_spelling(args, params) -> str:
 
 
 concatenate_p = Primitive("concatenate", _concatenate, params=("axis",), function=np.concatenate,
-                          spelling=_concatenate_spelling, samples=(Sample((F, Y), {"axis": 0}, ARRAYS),))
+                          spelling=_concatenate_spelling, complex_rule=True,
+                          samples=(Sample((F, Y), {"axis": 0}, ARRAYS),))
 roll_p = Primitive("roll", lambda x, shift, axis: np.roll(x, shift, axis), params=("shift", "axis"),
-                   function=np.roll, linear_in=(0,), samples=(Sample((F,), {"shift": (2,), "axis": (0,)}, ARRAYS),))
+                   function=np.roll, linear_in=(0,), complex_rule=True,
+                   samples=(Sample((F,), {"shift": (2,), "axis": (0,)}, ARRAYS),))
 
 linear_rule(roll_p, lambda dy, x, shift, axis: np.roll(dy, tuple(-s for s in shift), axis))
 
