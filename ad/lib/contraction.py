@@ -1,5 +1,9 @@
 """Contractions: matmul and einsum are primitives; dot, tensordot, inner, outer, vdot, kron are
-written with them. The matmul rule is the seeds' example: ``dA = dy @ B.T``, ``dB = A.T @ dy``."""
+written with them. The matmul rule is the seeds' example: ``dA = dy @ B.T``, ``dB = A.T @ dy``.
+
+Complex operands: matmul and einsum are holomorphic in each operand, so the same rules hold
+(plain transposes, no conjugation: the convention of docs/architecture.md). numpy's vecdot and
+vecmat conjugate their first (vector) operand, and vdot is written with vecdot for that reason."""
 from __future__ import annotations
 
 import string
@@ -13,6 +17,7 @@ from ..samples import M34, MATRIX, F, In, Sample, Y
 from ..tangents import thunk
 
 matmul_p = Primitive("matmul", np.matmul, function=np.matmul, linear_in=(0, 1), spelling="{0} @ {1}",
+                     complex_rule=True,
                      samples=(Sample((F, Y), shapes=("mm", "mv", "vm", "vv", "bmm")),))
 from ..dispatch import UFUNCS  # noqa: E402  (np.matmul is a ufunc: t @ u arrives as one)
 
@@ -49,7 +54,7 @@ def _einsum_spelling(args, params) -> str:
 
 
 einsum_p = Primitive("einsum", _einsum, params=("subscripts",), function=np.einsum,
-                     spelling=_einsum_spelling,
+                     spelling=_einsum_spelling, complex_rule=True,
                      samples=(Sample((M34, In((2, 4))), {"subscripts": "ij,kj->ik"}, MATRIX),
                               Sample((In((2, 3, 4)),), {"subscripts": "ijk->j"}, MATRIX)))
 
@@ -180,7 +185,8 @@ def _outer(a, b, out=None):
 
 @implements(np.vdot)
 def _vdot(a, b):
-    return np.sum(np.ravel(a) * np.ravel(b))
+    """numpy's vdot flattens both and conjugates a: vecdot does the same on vectors."""
+    return np.vecdot(np.ravel(a), np.ravel(b))
 
 
 @implements(np.kron)
@@ -194,10 +200,13 @@ def _kron(a, b):
     return np.reshape(a_exp * b_exp, tuple(m * n for m, n in zip(np.shape(a), np.shape(b))))
 
 
-# -- numpy 2's vector gufuncs (real operands): vecdot, matvec, vecmat --------------------------
+# -- numpy 2's vector gufuncs: vecdot(a, b) = sum(conj(a) * b), matvec(m, v) = sum_j m_ij v_j,
+# vecmat(v, m) = sum_i conj(v_i) m_ij. A conjugated operand is anti-holomorphic: by the Wirtinger
+# rule g -> conj(g * df/dz-bar) its cotangent is conjugated too.
 
 def _gufunc_primitive(uf, *inputs):
-    prim = Primitive(uf.__name__, uf, function=uf, linear_in=(0, 1), samples=(Sample(inputs, shapes=MATRIX),))
+    prim = Primitive(uf.__name__, uf, function=uf, linear_in=(0, 1), complex_rule=True,
+                     samples=(Sample(inputs, shapes=MATRIX),))
     UFUNCS[uf] = prim
     return prim
 
@@ -207,16 +216,21 @@ matvec_p = _gufunc_primitive(np.matvec, In((2, 3, 4)), In((4,)))
 vecmat_p = _gufunc_primitive(np.vecmat, In((3,)), In((2, 3, 4)))
 
 
+def _conj(x):
+    """conj(x), and no equation for real x (real tapes stay as they were)."""
+    return np.conj(x) if np.iscomplexobj(x) else x
+
+
 @rrule(vecdot_p)
 def _vecdot_rule(a, b):
-    return np.vecdot(a, b), lambda dy: (dy[..., None] * b, dy[..., None] * a)
+    return np.vecdot(a, b), lambda dy: (_conj(dy[..., None] * b), dy[..., None] * _conj(a))
 
 
 @rrule(matvec_p)
 def _matvec_rule(m, v):
-    return np.matvec(m, v), lambda dy: (dy[..., :, None] * v[..., None, :], np.vecmat(dy, m))
+    return np.matvec(m, v), lambda dy: (dy[..., :, None] * v[..., None, :], np.matvec(_mT(m), dy))
 
 
 @rrule(vecmat_p)
 def _vecmat_rule(v, m):
-    return np.vecmat(v, m), lambda dy: (np.matvec(m, dy), v[..., :, None] * dy[..., None, :])
+    return np.vecmat(v, m), lambda dy: (_conj(np.matvec(m, dy)), _conj(v)[..., :, None] * dy[..., None, :])
