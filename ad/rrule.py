@@ -49,15 +49,18 @@ def using_rule(f, rule):
         prim.rule = old
 
 
-def primitive(f=None, *, name: str | None = None, multiple_results: bool = False):
+def primitive(f=None, *, name: str | None = None, multiple_results: bool = False,
+              complex_rule: bool = False):
     """Mark a function as primitive: its calls record as one equation (give it a rule with
     ``@ad.rrule``). Positional arguments are operands; keyword arguments are static params.
     Without ``name``, the function's qualified name, made unique (``<lambda>_2``): names
-    identify primitives in saved tapes."""
+    identify primitives in saved tapes. ``complex_rule=True`` declares that its rule is written
+    for complex operands (docs/complex.md); without it a gradient with complex values refuses."""
     if f is None:
-        return functools.partial(primitive, name=name, multiple_results=multiple_results)
+        return functools.partial(primitive, name=name, multiple_results=multiple_results,
+                                 complex_rule=complex_rule)
     prim = Primitive(name or unique_name(f.__qualname__), f, multiple_results=multiple_results,
-                     function=f)
+                     function=f, complex_rule=complex_rule)
 
     @functools.wraps(f)
     def wrapper(*operands, **params):

@@ -10,6 +10,9 @@ Classes, read from the dispatch tables where they can be:
   with the reason in ``NOT_APPLICABLE``;
 * ``missing``: differentiable, no handler yet, with the reason in ``MISSING``.
 
+``complex_markdown`` lists which differentiable primitives take complex operands (a rule declared
+``complex_rule`` and checked by tests/test_complex.py) and which refuse them, and why.
+
 ``python -m ad.lib.coverage`` prints the markdown of docs/coverage.md's generated sections;
 tests/test_coverage.py fails when a name changes class without this file being updated.
 """
@@ -18,6 +21,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..dispatch import FUNCTIONS, UFUNC_METHODS, UFUNCS, _fname
+from ..primitives import REGISTRY
+from ..samples import C128, caller, draw
 
 
 def _by_reason(table: dict[str, str]) -> dict[str, str]:
@@ -136,7 +141,42 @@ def markdown() -> str:
     return "\n".join(lines)
 
 
+def _numpy_takes_complex(prim) -> bool:
+    """Whether numpy itself computes the primitive on complex operands (its first sample's)."""
+    sample = prim.samples[0]
+    try:
+        caller(prim, sample)(*draw(sample.inputs, np.random.default_rng(0), sample.shapes[-1], C128))
+    except (TypeError, ValueError, np.linalg.LinAlgError):
+        return False
+    return True
+
+
+def complex_classes() -> dict[str, list[str]]:
+    """{class: sorted primitive names} for every differentiable primitive with samples: ``rule``
+    (its rule takes complex operands), ``numpy refuses`` (numpy has no complex version), ``refused``
+    (numpy computes it; ad refuses its gradient with complex values until a rule is written)."""
+    classes: dict[str, list[str]] = {"rule": [], "numpy refuses": [], "refused": []}
+    for name, prim in sorted(REGISTRY.items()):
+        if prim.differentiable and prim.kind == "pure" and prim.samples:
+            cls = "rule" if prim.complex_rule else "refused" if _numpy_takes_complex(prim) else "numpy refuses"
+            classes[cls].append(name)
+    return classes
+
+
+def complex_markdown() -> str:
+    titles = {"rule": "With a complex rule (checked by tests/test_complex.py)",
+              "numpy refuses": "No complex version in numpy (ad refuses complex operands too)",
+              "refused": "Refused: numpy computes them on complex operands, ad refuses their gradient "
+                         "until a rule is written and checked for complex numbers"}
+    lines = []
+    for cls, names in complex_classes().items():
+        lines += [f"#### {titles[cls]} ({len(names)})", "", ", ".join(f"`{n}`" for n in names) or "(none)", ""]
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
     print(markdown())
+    print("### Complex operands\n")
+    print(complex_markdown())
     print("### The sweep of numpy's namespace\n")
     print(sweep_markdown())
