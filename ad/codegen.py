@@ -3,8 +3,10 @@ a comment with the provenance. The source is shown to learners and executed for 
 compiled gradient is, by construction, a hand-written gradient."""
 from __future__ import annotations
 
+import ast
 import functools
 import keyword
+import math
 import re
 
 import numpy as np
@@ -36,19 +38,45 @@ def _ident(name: str) -> str:
     return s + "_" if keyword.iskeyword(s) or not s.isidentifier() else s
 
 
+_EXACT_ITEM = frozenset(map(np.dtype, (      # numpy scalars whose .item() is the same number
+    np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
+    np.float16, np.float32, np.float64, np.complex64, np.complex128)))
+
+
 def _value_src(v, ns: _Namespace) -> str:
     if isinstance(v, bool) or v is None or isinstance(v, (int, str)):
         return repr(v)
+    if isinstance(v, np.generic) and v.dtype in _EXACT_ITEM:   # (np.float64 is a float)
+        item = _value_src(v.item(), ns)
+        if item.startswith("(") and item.endswith(")"):      # np.complex64(1.5-2j)
+            item = item[1:-1]
+        return f"np.{v.dtype.name}({item})"
     if isinstance(v, float):
-        return repr(v) if np.isfinite(v) else f"float({str(v)!r})"
+        return repr(v) if math.isfinite(v) else f"float({str(v)!r})"
+    if isinstance(v, complex):
+        return _complex_src(v)
     if isinstance(v, np.dtype):
         return f"np.{v.name}" if hasattr(np, v.name) else f"np.dtype({v.name!r})"
     if isinstance(v, tuple):
         inner = ", ".join(_value_src(x, ns) for x in v)
         return f"({inner},)" if len(v) == 1 else f"({inner})"
-    if isinstance(v, np.generic) and np.isfinite(v):
-        return f"np.{v.dtype.name}({v.item()!r})"
     return ns.bind(v, "k")
+
+
+def _complex_src(v: complex) -> str:
+    """A complex number as Python writes it (``(2+1j)``, ``-1j``), if that reads back as the
+    same number: a signed zero part does not always (``-1j`` is ``(-0-1j)``, and ``(-0-1j)``
+    reads back as ``-1j`` with a positive real zero); else ``complex(re, im)``."""
+    if math.isfinite(v.real) and math.isfinite(v.imag):
+        for text in (repr(v), "-" + repr(-v)):
+            try:
+                back = complex(ast.literal_eval(text))
+            except ValueError:         # -(-0+1j): not a literal
+                continue
+            if all(a == b and math.copysign(1, a) == math.copysign(1, b)
+                   for a, b in ((back.real, v.real), (back.imag, v.imag))):
+                return text
+    return f"complex({_value_src(v.real, None)}, {_value_src(v.imag, None)})"
 
 
 def _operand_src(x, ns) -> str:

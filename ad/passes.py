@@ -6,9 +6,12 @@ backward boundary) and never changes what the tape computes.
   ones).
 * ``fold``: evaluate equations whose inputs are all literals (small results only).
 * ``simplify``: algebraic clean-ups, one list of rules keyed by the primitive objects (``RULES``:
-  x+0, x*1, x*0 for structural zeros, double negation, transpose of transpose, no-op
+  x+0, x*1 (not for complex x, where numpy's x*1 turns an infinite part's 0 into NaN), x*0 for
+  structural zeros, double negation, transpose of transpose, no-op
   reshape/broadcast/astype/positive), and two read from the primitives' traits: an
   ``elementwise`` operation reads through broadcasts, a ``linear_in`` one of zeros is zero.
+  A rewrite keeps the output's aval, so it never turns a complex value real or drops a
+  conjugate.
 
 ``optimize`` runs them to a fixed point and records op counts per pass in ``tape.meta["passes"]``.
 """
@@ -69,7 +72,7 @@ def _lit_key(x):
     v = x.value
     if isinstance(v, np.ndarray):
         return ("array", id(v))
-    return ("scalar", type(v), v)
+    return ("scalar", type(v), repr(v))     # repr: 0.0 and -0.0 (and 0j, -0j) stay apart
 
 
 def cse(tape: Tape) -> Tape:
@@ -143,7 +146,7 @@ class _Seen:
 
 def _all_equal(v, c) -> bool:
     """Is the literal ``v`` a number or a non-empty array of numbers all equal to ``c``?"""
-    if isinstance(v, (int, float)):       # Python scalars, the common case, without numpy's cost
+    if isinstance(v, (int, float, complex)):   # Python scalars, the common case, without numpy's cost
         return v == c
     return isinstance(v, (np.ndarray, np.generic)) and np.size(v) > 0 and bool(np.all(v == c))
 
@@ -157,10 +160,12 @@ def _same(x, v: Var) -> bool:
 # replaced by: an existing operand, ZERO, ("inputs", operands) for the same equation on other
 # operands, or None.
 
-def _neutral(test, positions):
+def _neutral(test, positions, complex_exact=True):
     """``x op c -> x`` when the operand at one of ``positions`` passes ``test`` (``_Seen.zero``,
-    ``_Seen.one``)."""
+    ``_Seen.one``); with ``complex_exact=False`` not for complex results."""
     def rule(e, ins, out, seen):
+        if not complex_exact and out.aval.dtype.kind == "c":
+            return None
         for k in positions:
             other = ins[1 - k]
             if test(seen, ins[k]) and _same(other, out):
@@ -203,8 +208,10 @@ RULES = [
     (subtract_p, _neutral(_Seen.zero, (1,))),    # x - 0
     (multiply_p, _absorbing_zero),               # x * 0 (structural zeros only: 0 * inf)
     *((p, _absorbing_zero) for p in (matmul_p, einsum_p, vecdot_p, matvec_p, vecmat_p)),   # x @ 0
-    (multiply_p, _neutral(_Seen.one, (0, 1))),   # x * 1, 1 * x
-    (divide_p, _neutral(_Seen.one, (1,))),       # x / 1
+    # x * 1, 1 * x and x / 1, not for complex x: numpy computes them with 1+0j, and an infinite
+    # part times that 0 is NaN ((inf+0j) * 1 == inf+nanj), which x itself does not hold
+    (multiply_p, _neutral(_Seen.one, (0, 1), complex_exact=False)),
+    (divide_p, _neutral(_Seen.one, (1,), complex_exact=False)),
     (power_p, _neutral(_Seen.one, (1,))),        # x ** 1
     (negative_p, _double_negation),              # -(-x)
     (transpose_p, _identity_permutation),        # transpose(x, (0, 1, ...))
