@@ -182,6 +182,8 @@ def _log_reduce(name, exp, log):
         if out is not None or kwargs:
             raise unsupported(f"np.{name}.reduce(..., out=/initial=/where=)")
         a = as_array(a) if dtype is None else as_array(a).astype(dtype)
+        if np.iscomplexobj(a):
+            raise TypeError(f"ufunc '{name}' not supported for complex input (numpy refuses it too)")
         shift = np.max(a, axis=axis, keepdims=True)
         shift = np.where(np.isfinite(shift), shift, 0)
         total = log(np.sum(exp(a - shift), axis=axis, keepdims=True)) + shift
@@ -264,7 +266,9 @@ def _convolve(a, v, mode="full"):
 
 @implements(np.correlate)
 def _correlate(a, v, mode="valid"):
+    """numpy's correlate conjugates v (convolve does not)."""
     a, v = _vectors(a, v)
+    v = np.conj(v) if np.iscomplexobj(v) else v
     swapped = len(v) > len(a)
     n, m = max(len(a), len(v)), min(len(a), len(v))
     return _correlate_full(a, v)[_mode_slice(mode, n, m, swapped)]
@@ -274,7 +278,11 @@ def _correlate(a, v, mode="valid"):
 def _interp(x, xp, fp, left=None, right=None, period=None):
     if period is not None:
         raise unsupported("np.interp(..., period=)", "Wrap x into the period with np.remainder first.")
-    x, xp, fp = (as_array(v).astype(np.float64) for v in traced_together(x, xp, fp))  # as numpy: float64
+    x, xp, fp = traced_together(as_array(x), as_array(xp), as_array(fp))
+    if np.iscomplexobj(x) or np.iscomplexobj(xp):     # numpy refuses them; fp may be complex
+        raise TypeError("np.interp of complex x or xp: numpy refuses them too (complex fp is supported)")
+    x, xp = x.astype(np.float64), xp.astype(np.float64)                 # as numpy: float64
+    fp = fp.astype(np.result_type(fp, np.float64))                      # or complex128
     i = np.clip(np.searchsorted(xp, x, side="right") - 1, 0, len(xp) - 2)
     x0, x1, f0, f1 = xp[i], xp[i + 1], fp[i], fp[i + 1]
     y = (f1 - f0) / (x1 - x0) * (x - x0) + f0

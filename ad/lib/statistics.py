@@ -11,6 +11,11 @@ from .numeric import as_array
 from .reductions import axes_to_front
 
 
+def _abs2(d):
+    """|d|^2: d * d, or Re(d conj(d)) for complex d (numpy's var and std)."""
+    return np.real(d * np.conj(d)) if np.iscomplexobj(d) else d * d
+
+
 def _nan_filled(a, value):
     a = as_array(a)
     return np.where(np.isnan(a), value, a)
@@ -21,6 +26,10 @@ def _nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     x = as_array(x)
     if not np.issubdtype(x.dtype, np.inexact):
         return np.copy(x)
+    if np.iscomplexobj(x):     # numpy replaces in the real and imaginary parts separately
+        re, im = (_nan_to_num(part, True, nan, posinf, neginf) for part in (np.real(x), np.imag(x)))
+        y = re + 1j * im
+        return y if copy else write_out(x, y, "np.nan_to_num")
     info = np.finfo(x.dtype)
     y = np.where(np.isnan(x), nan, x)
     y = np.where(np.isposinf(y), info.max if posinf is None else posinf, y)
@@ -93,7 +102,8 @@ def _nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where
     avg = np.sum(zeroed, axis=axis, keepdims=True) / np.sum(ok, axis=axis, keepdims=True).astype(a.dtype)
     d = np.where(ok, zeroed - avg, 0)
     dof = np.sum(ok, axis=axis, keepdims=keepdims) - ddof
-    return np.where(dof > 0, np.sum(d * d, axis=axis, keepdims=keepdims) / np.maximum(dof, 1).astype(a.dtype),
+    real = np.finfo(a.dtype).dtype      # a complex variance is real: the mean of |d|^2
+    return np.where(dof > 0, np.sum(_abs2(d), axis=axis, keepdims=keepdims) / np.maximum(dof, 1).astype(real),
                     np.nan)
 
 
@@ -149,6 +159,8 @@ def _check_q(q):
 
 
 def _quantile_impl(a, q, axis, method, keepdims, skip_nan, weak):
+    if np.iscomplexobj(a):
+        raise TypeError("a must be an array of real numbers")     # numpy's refusal (median sorts complex)
     data, kept = axes_to_front(as_array(a), axis)
     s = np.sort(data, axis=0)
     if skip_nan:
@@ -226,7 +238,7 @@ def _cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=
     ddof = (0 if bias else 1) if ddof is None else ddof
     fact = max(X.shape[1] - ddof, 0.0)
     X = X - np.mean(X, axis=1)[:, None]
-    c = np.dot(X, X.T) * np.true_divide(1, fact)
+    c = np.dot(X, np.conj(X.T) if np.iscomplexobj(X) else X.T) * np.true_divide(1, fact)
     return np.squeeze(c)
 
 
@@ -235,5 +247,8 @@ def _corrcoef(x, y=None, rowvar=True, *, dtype=None):
     c = np.cov(x, y, rowvar, dtype=dtype)
     if np.ndim(c) == 0:
         return c / c
-    std = np.sqrt(np.diagonal(c))
-    return np.clip(c / std[:, None] / std[None, :], -1, 1)
+    std = np.sqrt(np.real(np.diagonal(c)))
+    r = c / std[:, None] / std[None, :]
+    if np.iscomplexobj(r):     # numpy clips the real and imaginary parts
+        return np.clip(np.real(r), -1, 1) + 1j * np.clip(np.imag(r), -1, 1)
+    return np.clip(r, -1, 1)
