@@ -41,6 +41,9 @@ class Primitive:
         ``np.<name>`` of ``function``.
     complex_rule: its rule is written and checked for complex operands (the convention of
         docs/architecture.md); until then a gradient through it with complex values is refused.
+    checks_values: its impl returns its first operand, or raises on values it refuses (a
+        condition on a cotangent, which a pullback being lifted does not have yet: recorded on
+        such stand-ins, the check is left to the runs of the template).
     rule: the rrule, set by ``@ad.rrule``; differentiable: False for non_differentiable.
     """
 
@@ -49,7 +52,8 @@ class Primitive:
                  doc: str | None = None, elementwise: bool = False, linear_in: tuple[int, ...] = (),
                  returns_view: Callable | None = None, write_through: Callable | None = None,
                  value_dependent_shape: bool = False, samples: tuple = (), kink: Callable | None = None,
-                 spelling: str | Callable | None = None, complex_rule: bool = False):
+                 spelling: str | Callable | None = None, complex_rule: bool = False,
+                 checks_values: bool = False):
         if kind not in KINDS:
             raise ValueError(f"primitive kind {kind!r}; choose one of {KINDS}")
         if name in REGISTRY:
@@ -72,6 +76,7 @@ class Primitive:
         self.kink = kink
         self.spelling = spelling
         self.complex_rule = complex_rule
+        self.checks_values = checks_values
         self.rule = None
         self.differentiable = True
         self.__doc__ = doc or getattr(function, "__doc__", None)

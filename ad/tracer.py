@@ -114,8 +114,9 @@ class Recorder:
 
     def record(self, prim, operands, params):
         pairs = [self.operand(x) for x in operands]
+        stand_ins = self.symbolic and any(x in self.symbolic for x, _ in pairs if type(x) is Var)
         try:
-            out = prim.impl(*(v for _, v in pairs), **params)
+            out = pairs[0][1] if prim.checks_values and stand_ins else prim.impl(*(v for _, v in pairs), **params)
         except Exception as exc:
             exc.add_note(f"while recording {prim.name} at {self.source or user_location()}")
             raise
@@ -128,7 +129,7 @@ class Recorder:
         if self.differentiated and prim.differentiable and any(x in self.differentiated for x in inputs
                                                                if type(x) is Var):
             self.differentiated.update(v for v in outputs if v.aval.is_float)
-        if self.symbolic and any(x in self.symbolic for x in inputs if type(x) is Var):
+        if stand_ins:
             self.symbolic.update(outputs)
         if prim.returns_view and prim.returns_view(operands) and isinstance(operands[0], Tracer):
             src = operands[0]
