@@ -3,6 +3,11 @@
 Most rules are one line: the partial derivatives as numpy expressions of the operands and the
 output ``y`` (reusing ``y`` where it saves work: ``tanh`` is ``1 - y*y``, ``exp`` is ``y``).
 Broadcasting is undone by the driver (``ad.rrule.project``), never here.
+
+Complex operands (``COMPLEX``): the partials of a holomorphic ufunc are its complex derivative
+f'(z), and its pullback is ``g * f'(z)`` (no conjugation, docs/complex.md), so the real formula
+holds where it is f' on the principal branch numpy computes; absolute, conjugate and sign are not
+holomorphic and have rules of their own for complex operands.
 """
 from __future__ import annotations
 
@@ -33,6 +38,15 @@ OPERATORS = {np.subtract: "{0} - {1}", np.multiply: "{0} * {1}", np.true_divide:
 LINEAR_IN = {np.subtract: (0, 1), np.multiply: (0, 1), np.true_divide: (0,), np.negative: (0,),
              np.conjugate: (0,), np.deg2rad: (0,), np.rad2deg: (0,), np.radians: (0,),
              np.degrees: (0,)}
+# The ufuncs whose rules hold for complex operands (their gradients are refused otherwise, by
+# ad.rrule.rule_of). Left out: the ufuncs numpy refuses complex numbers for (arctan2, hypot,
+# logaddexp, cbrt, fabs, deg2rad, remainder, copysign...), and maximum, minimum, fmax, fmin,
+# which numpy orders lexicographically (real part first), an order with no analytic meaning.
+COMPLEX = {np.subtract, np.multiply, np.true_divide, np.power, np.float_power, np.negative,
+           np.conjugate, np.absolute, np.sign, np.exp, np.exp2, np.expm1, np.log, np.log2,
+           np.log10, np.log1p, np.sqrt, np.square, np.reciprocal, np.sin, np.cos, np.tan,
+           np.arcsin, np.arccos, np.arctan, np.sinh, np.cosh, np.tanh, np.arcsinh, np.arccosh,
+           np.arctanh}
 
 # -- sample inputs (ad.samples) and kinks -------------------------------------------------------
 INTEGERS = (-2.0, -1.0, 0.0, 1.0, 2.0)
@@ -102,7 +116,7 @@ def _ratio_to_integer(a, b):
 
 # The distance of each element to the nearest kink of the ufuncs that have one.
 KINKS = {
-    np.absolute: lambda x: x, np.fabs: lambda x: x, np.sign: lambda x: x, np.heaviside: lambda x, h: x,
+    np.absolute: np.absolute, np.fabs: lambda x: x, np.sign: np.absolute, np.heaviside: lambda x, h: x,
     **dict.fromkeys((np.maximum, np.minimum, np.fmax, np.fmin), _difference),
     np.floor: to_integer, np.ceil: to_integer, np.trunc: to_integer, np.rint: lambda x: to_integer(x - 0.5),
     **dict.fromkeys((np.remainder, np.fmod, np.floor_divide, np.divmod), _ratio_to_integer),
@@ -115,7 +129,7 @@ def _ufunc_primitive(uf: np.ufunc) -> Primitive:
     prim = BY_FUNCTION.get(uf) or Primitive(uf.__name__, uf, function=uf, multiple_results=uf.nout > 1,
                                             elementwise=True, linear_in=LINEAR_IN.get(uf, ()),
                                             spelling=OPERATORS.get(uf), samples=SAMPLES[uf],
-                                            kink=KINKS.get(uf))
+                                            kink=KINKS.get(uf), complex_rule=uf in COMPLEX)
     UFUNCS[uf] = prim
     return prim
 
@@ -140,9 +154,15 @@ subtract_p, multiply_p, divide_p, power_p, negative_p = (
 # partials take (*operands, y); 1 / -1 mean identity / negation; None means "no gradient".
 LN2, LN10 = float(np.log(2.0)), float(np.log(10.0))   # Python floats: no float32 -> float64 upcast
 
+
+def _sqrt_z2_minus_1(x):
+    """sqrt(x*x - 1) as arccosh's derivative needs it: for complex z, sqrt(z-1) sqrt(z+1), the
+    branch of numpy's principal arccosh (sqrt(z*z - 1) has the opposite sign where Re z < 0)."""
+    return np.sqrt(x - 1) * np.sqrt(x + 1) if np.iscomplexobj(x) else np.sqrt(x * x - 1)
+
+
 scalar_rule(np.subtract, 1, -1)
 scalar_rule(np.negative, -1)
-scalar_rule(np.conjugate, 1)
 scalar_rule(np.exp, lambda x, y: y)
 scalar_rule(np.exp2, lambda x, y: y * LN2)
 scalar_rule(np.expm1, lambda x, y: y + 1)
@@ -160,13 +180,12 @@ scalar_rule(np.sinh, lambda x, y: np.cosh(x))
 scalar_rule(np.cosh, lambda x, y: np.sinh(x))
 scalar_rule(np.tanh, lambda x, y: 1 - y * y)
 scalar_rule(np.arcsinh, lambda x, y: 1 / np.sqrt(x * x + 1))
-scalar_rule(np.arccosh, lambda x, y: 1 / np.sqrt(x * x - 1))
+scalar_rule(np.arccosh, lambda x, y: 1 / _sqrt_z2_minus_1(x))
 scalar_rule(np.arctanh, lambda x, y: 1 / (1 - x * x))
 scalar_rule(np.sqrt, lambda x, y: 0.5 / y)
 scalar_rule(np.cbrt, lambda x, y: 1 / (3 * y * y))
 scalar_rule(np.square, lambda x, y: 2 * x)
 scalar_rule(np.reciprocal, lambda x, y: -y * y)
-scalar_rule(np.absolute, lambda x, y: np.sign(x))
 scalar_rule(np.fabs, lambda x, y: np.sign(x))
 scalar_rule(np.deg2rad, lambda x, y: np.pi / 180)
 scalar_rule(np.rad2deg, lambda x, y: 180 / np.pi)
@@ -179,12 +198,43 @@ scalar_rule(np.logaddexp2, lambda a, b, y: np.exp2(a - y), lambda a, b, y: np.ex
 scalar_rule(np.remainder, 1, lambda a, b, y: -np.floor_divide(a, b))
 scalar_rule(np.fmod, 1, lambda a, b, y: -np.trunc(a / b))
 scalar_rule(np.copysign, lambda a, b, y: np.sign(a) * np.sign(y), None)
-non_differentiable(np.sign, np.floor, np.ceil, np.rint, np.trunc, np.floor_divide, np.heaviside,
+non_differentiable(np.floor, np.ceil, np.rint, np.trunc, np.floor_divide, np.heaviside,
                    np.signbit, np.isnan, np.isinf, np.isfinite, np.less, np.less_equal,
                    np.greater, np.greater_equal, np.equal, np.not_equal, np.logical_and,
                    np.logical_or, np.logical_xor, np.logical_not, np.spacing)
 # nextafter(x, y) moves x by one ulp: its value follows x, so its derivative is that of x.
 scalar_rule(np.nextafter, 1, None)
+
+
+@rrule(np.conjugate)
+def _conjugate_rule(z):
+    """conj is linear but not holomorphic: d conj(z)/d conj(z) = 1, so g -> conj(g)."""
+    return np.conjugate(z), lambda dy: (np.conjugate(dy) if np.iscomplexobj(z) else dy,)
+
+
+def _nonzero(r):
+    """``r`` with its zeros replaced by 1: a divisor where the numerator vanishes with it."""
+    return np.where(r == 0, 1, r)
+
+
+@rrule(np.absolute)
+def _absolute_rule(x):
+    """|x|: sign(x) for real x, and for complex z (not holomorphic) g -> g conj(z) / |z|. At 0
+    both give 0, a subgradient."""
+    y = np.absolute(x)
+    if np.iscomplexobj(x):
+        return y, lambda dy: (thunk(lambda: dy * (np.conjugate(x) / _nonzero(y))),)
+    return y, lambda dy: (thunk(lambda: dy * np.sign(x)),)
+
+
+@rrule(np.sign)
+def _sign_rule(x):
+    """sign is piecewise constant for real x; for complex z it is s = z/|z|, whose Wirtinger
+    derivatives 1/(2|z|) and -s^2/(2|z|) give g -> i conj(s) Im(g s) / |z| (0 at z = 0)."""
+    y = np.sign(x)
+    if not np.iscomplexobj(x):
+        return y, lambda dy: (NoTangent(),)
+    return y, lambda dy: (thunk(lambda: 1j * np.conjugate(y) * np.imag(dy * y) / _nonzero(np.absolute(x))),)
 
 
 @rrule(np.multiply)
@@ -206,14 +256,21 @@ def _power_slope(x, p):
     return np.where(p == 0, 0, p * x ** (p - 1))
 
 
+def _log_base(x, y):
+    """log(x) for d(x**p)/dp = y log(x). A real power is defined for x > 0 only, elsewhere 0
+    (x**p is real only for integer p there); a complex one is exp(p log(x)) with numpy's
+    principal log, a real negative base included ((-2.0) ** 1j). 0 at x = 0, where y is 0."""
+    if np.iscomplexobj(y):
+        return np.log(np.where(x == 0, 1, x).astype(y.dtype))
+    return np.log(np.where(x > 0, x, 1))
+
+
 @rrule(np.power)
 def _power_rule(x, p):
     y = x ** p
 
     def pullback(dy):
-        # d/dp is y*log(x): defined for x > 0; elsewhere 0 (x**p is real only for integer p).
-        return (thunk(lambda: dy * _power_slope(x, p)),
-                thunk(lambda: dy * y * np.log(np.where(x > 0, x, 1))))
+        return thunk(lambda: dy * _power_slope(x, p)), thunk(lambda: dy * y * _log_base(x, y))
     return y, pullback
 
 
@@ -223,7 +280,7 @@ def _float_power_rule(x, p):
 
     def pullback(dy):
         return (thunk(lambda: dy * p * np.float_power(x, p - 1)),
-                thunk(lambda: dy * y * np.log(np.where(x > 0, x, 1))))
+                thunk(lambda: dy * y * _log_base(x, y)))
     return y, pullback
 
 
@@ -268,7 +325,7 @@ def _divmod_rule(a, b):
 # -- where, clip -------------------------------------------------------------------------
 
 where_p = Primitive("where", np.where, function=np.where, elementwise=True, linear_in=(1, 2),
-                    samples=(Sample((In(kind="bool"), F, Y), shapes=BINARY),))
+                    complex_rule=True, samples=(Sample((In(kind="bool"), F, Y), shapes=BINARY),))
 
 
 @implements(np.where)

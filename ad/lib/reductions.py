@@ -1,6 +1,10 @@
 """Reductions and scans: sum, mean, prod, max/min, cumsum/cumprod; var/std/average as
 compositions of those. Axis arguments are normalised to sorted tuples (or None) so that equal
-calls have equal params (for the cache and CSE)."""
+calls have equal params (for the cache and CSE).
+
+Complex operands: sum, mean, prod, cumsum and cumprod are holomorphic (polynomials), so their
+rules hold as written (``complex_rule``); max/min order complex numbers lexicographically, as
+numpy does, an order with no analytic meaning: their gradients stay refused."""
 from __future__ import annotations
 
 import numpy as np
@@ -43,10 +47,10 @@ def expand_to(dy, shape, axis, keepdims):
     return np.broadcast_to(dy, shape)
 
 
-def _reduction(name, fn, linear_in=(), samples=(), kink=None):
+def _reduction(name, fn, linear_in=(), samples=(), kink=None, complex_rule=False):
     impl = lambda x, axis, keepdims: fn(x, axis=axis, keepdims=keepdims)  # noqa: E731
     return Primitive(name, impl, params=("axis", "keepdims"), function=fn, linear_in=linear_in,
-                     samples=samples, kink=kink)
+                     samples=samples, kink=kink, complex_rule=complex_rule)
 
 
 WHOLE = {"axis": None, "keepdims": False}
@@ -58,9 +62,10 @@ def _reduced(inp=F, kinks=()) -> tuple:
             Sample((inp,), {"axis": (0,), "keepdims": True}, MATRIX))
 
 
-sum_p = _reduction("sum", np.sum, linear_in=(0,), samples=_reduced())
-mean_p = _reduction("mean", np.mean, linear_in=(0,), samples=_reduced())
-prod_p = _reduction("prod", np.prod, samples=_reduced(In(lo=-1.5, hi=1.5), kinks=((np.array([0.0, 1.5, -0.5, 2.0]),),)))
+sum_p = _reduction("sum", np.sum, linear_in=(0,), samples=_reduced(), complex_rule=True)
+mean_p = _reduction("mean", np.mean, linear_in=(0,), samples=_reduced(), complex_rule=True)
+prod_p = _reduction("prod", np.prod, complex_rule=True,
+                    samples=_reduced(In(lo=-1.5, hi=1.5), kinks=((np.array([0.0, 1.5, -0.5, 2.0]),),)))
 max_p = _reduction("max", np.max, samples=_reduced(DISTINCT, kinks=((np.array([1.0, 1.0, 0.3, -2.0]),),)),
                    kink=lambda x, axis, keepdims: tie_gap(x, axis, True))
 min_p = _reduction("min", np.min, samples=_reduced(DISTINCT, kinks=((np.array([-1.0, 0.5, -1.0, 2.0]),),)),
@@ -194,7 +199,8 @@ rrule(min_p)(_extremum_rule(np.min))
 
 def _scan(name, fn, inp, linear_in=()):
     return Primitive(name, lambda x, axis: fn(x, axis=axis), params=("axis",), function=fn,
-                     linear_in=linear_in, samples=(Sample((inp,), {"axis": 0}, ARRAYS),))
+                     linear_in=linear_in, samples=(Sample((inp,), {"axis": 0}, ARRAYS),),
+                     complex_rule=True)
 
 
 cumsum_p = _scan("cumsum", np.cumsum, F, linear_in=(0,))
@@ -311,7 +317,8 @@ def _var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=np
     d = a - np.mean(a, axis=axis, dtype=dtype, keepdims=True)
     axes = normalize_axis(axis, np.ndim(a))
     n = np.size(a) if axes is None else int(np.prod([np.shape(a)[i] for i in axes]))
-    return np.sum(d * d, axis=axis, keepdims=keepdims) / (n - ddof)
+    squares = np.real(np.conjugate(d) * d) if np.iscomplexobj(d) else d * d   # |d|^2: a real var
+    return np.sum(squares, axis=axis, keepdims=keepdims) / (n - ddof)
 
 
 @implements(np.std)
