@@ -154,10 +154,35 @@ def _unguarded(tape: Tape, guards: str) -> list:
     return [e for e in tape.eqns if e.prim.kind != "guard"]
 
 
+def _is_complex(x) -> bool:
+    return x.aval.dtype.kind == "c"
+
+
+def _refuse_complex(tape: Tape, eqns: list) -> None:
+    """A complex tape is refused, naming its first complex value: ONNX has complex tensor
+    types, but its standard operators only move them (Concat, Gather, Slice, Where); none
+    computes on them (no Add, Mul, Exp or MatMul takes one)."""
+    why = ("ONNX standard operators carry no complex tensors: the complex64/complex128 types "
+           "exist, but no arithmetic operator (Add, Mul, Exp, MatMul, ...) takes them. Write the "
+           "program on real arrays (z = x + 1j*y split into real inputs x and y, np.real/np.imag "
+           "of the outputs) to export it.")
+    for v, label in zip(tape.inputs, tape.input_names):
+        if _is_complex(v):
+            raise LoweringError(f"cannot export a complex tape: input {label} ({v!r}) is {v.aval}. {why}")
+    for i, e in enumerate(eqns):
+        found = [x for x in (*e.inputs, *e.outputs) if _is_complex(x)]
+        if found:
+            made = ", ".join(f"{v!r}:{v.aval}" for v in e.outputs)
+            raise LoweringError(
+                f"cannot export a complex tape: the first complex equation is {e.prim.name} "
+                f"making {made} (equation {i}, at {e.source or '?'}): `{e}`. {why}")
+
+
 def export(tape: Tape, lowerings: dict, *, opset: int = OPSET, name: str = "tape",
            check: bool = True, guards: str = "refuse") -> onnx.ModelProto:
     check_serializable(tape, "exported to ONNX")
     eqns = _unguarded(tape, guards)
+    _refuse_complex(tape, eqns)
     missing = {}
     for i, e in enumerate(eqns):
         if e.prim not in lowerings:

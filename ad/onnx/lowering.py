@@ -25,7 +25,8 @@ from ..lib.reductions import (all_p, any_p, argmax_p, argmin_p, cumprod_p, cumsu
                               min_p, prod_p, sum_p, running_arg_p)
 from ..lib.selection import argpartition_p, searchsorted_p
 from ..lib.shape import concatenate_p, roll_p
-from ..lib.values import round_p
+from ..lib.fft import fftn_p, irfftn_p, rfftn_p
+from ..lib.values import imag_p, real_p, round_p
 from ..lift import opaque_pullback_p, opaque_rrule_p
 from ..nn.dropout import dropout_mask_p
 from ..primitives import lookup
@@ -47,6 +48,8 @@ NOT_LOWERED = {
     **{lookup(uf): "no lowering yet (new in issue 13): ldexp is Mul by Pow(2, e), divmod Floor and Mod, "
                     "frexp needs bit-level exponent extraction" for uf in (np.ldexp, np.frexp, np.divmod)},
     running_arg_p: "no lowering yet (new in issue 13): ONNX has no running maximum (a Scan would do)",
+    **{p: "complex values, which no ONNX arithmetic operator takes (its DFT computes on real "
+          "[re, im] pairs; no lowering yet)" for p in (fftn_p, rfftn_p, irfftn_p)},
     opaque_rrule_p: _CLOSURE,
     opaque_pullback_p: _CLOSURE,
 }
@@ -76,7 +79,7 @@ ELEMENTWISE = {
     np.divide: ("Div", "out"), np.power: ("Pow", "out"), np.float_power: ("Pow", "out"),
     np.maximum: ("Max", "out"), np.minimum: ("Min", "out"), np.fmax: ("Max", "out"),
     np.fmin: ("Min", "out"), np.fmod: ("Mod", "out", {"fmod": 1}),
-    np.negative: ("Neg", "out"), np.positive: ("Identity", "out"), np.conjugate: ("Identity", "out"),
+    np.negative: ("Neg", "out"), np.positive: ("Identity", "out"), np.conjugate: ("Identity", "out"),   # (reals only)
     np.exp: ("Exp", "out"), np.log: ("Log", "out"), np.sqrt: ("Sqrt", "out"),
     np.reciprocal: ("Reciprocal", "out"), np.absolute: ("Abs", "out"), np.fabs: ("Abs", "out"),
     np.sin: ("Sin", "out"), np.cos: ("Cos", "out"), np.tan: ("Tan", "out"), np.arcsin: ("Asin", "out"),
@@ -227,6 +230,18 @@ def _copysign(g, e):
 def _heaviside(g, e):
     (x, h), c = _args(g, e)
     return g.op("Where", g.op("Less", x, c(0)), c(0), g.op("Where", g.op("Greater", x, c(0)), c(1), h))
+
+
+@lowers(real_p)
+def _real(g, e):
+    """Only real operands reach a lowering (complex tapes are refused): Re x = x."""
+    return g.x(e.inputs[0])
+
+
+@lowers(imag_p)
+def _imag(g, e):
+    """Im x = 0 for the real operands that reach a lowering (NaN and infinities too)."""
+    return _filled(g, out_aval(e), 0)
 
 
 @lowers(round_p)
@@ -457,10 +472,13 @@ def _einsum(g, e):
 
 @lowers(full_p)
 def _full(g, e):
-    out = out_aval(e)
+    return _filled(g, out_aval(e), e.kwargs["fill_value"])
+
+
+def _filled(g, out, fill_value):
     if out.size <= 16:
-        return g.const(np.full(out.shape, e.kwargs["fill_value"], out.dtype))
-    value = numpy_helper.from_array(np.full((1,), e.kwargs["fill_value"], out.dtype))
+        return g.const(np.full(out.shape, fill_value, out.dtype))
+    value = numpy_helper.from_array(np.full((1,), fill_value, out.dtype))
     return g.op("ConstantOfShape", g.ints(out.shape), value=value)
 
 

@@ -106,7 +106,7 @@ def dec(obj, where: str):
         return float(payload)
     if tag == "complex":
         re_, im = expect_list(payload, where, 2)
-        return complex(_number(dec(re_, where), where), _number(dec(im, where), where))
+        return _complex(_number(dec(re_, where), where), _number(dec(im, where), where), where)
     if tag == "tuple":
         return tuple(dec(x, f"{where}[{i}]") for i, x in enumerate(expect_list(payload, where)))
     if tag == "dtype":
@@ -118,10 +118,7 @@ def dec(obj, where: str):
         dt = dec_dtype(name, where)
         if dt.name not in _EXACT_ITEM:
             raise TapeFormatError(f"{where}: scalars of dtype {dt.name} are stored as literals")
-        try:
-            return dt.type(dec(value, where))
-        except (TypeError, ValueError, OverflowError) as exc:
-            raise TapeFormatError(f"{where}: {value!r} is not a {dt.name}: {exc}") from None
+        return _scalar(dt, dec(value, where), where)
     raise TapeFormatError(f"{where}: unknown value tag {tag!r} (expected float, complex, tuple, "
                           "dtype, scalar_type or scalar)")
 
@@ -129,6 +126,40 @@ def dec(obj, where: str):
 def _number(x, where: str):
     if isinstance(x, bool) or not isinstance(x, (int, float)):
         raise TapeFormatError(f"{where}: expected a number, got {x!r:.40}")
+    return x
+
+
+def _complex(re_, im, where: str) -> complex:
+    try:
+        return complex(re_, im)
+    except OverflowError:        # an integer part beyond any float
+        raise TapeFormatError(f"{where}: complex parts {short([re_, im])} are too large for a "
+                              "float") from None
+
+
+_SCALAR_KINDS = {"b": (bool,), "i": (int,), "u": (int,), "f": (int, float), "c": (int, float, complex)}
+
+
+def _same_number(a, b) -> bool:
+    """Equal, NaN counting as equal to NaN (part by part for complex numbers)."""
+    return a == b or all(x == y or (x != x and y != y) for x, y in
+                         ((complex(a).real, complex(b).real), (complex(a).imag, complex(b).imag)))
+
+
+def _scalar(dt: np.dtype, value, where: str) -> np.generic:
+    """A numpy scalar holding exactly ``value``, a number of its dtype's kind (no strings,
+    which numpy would parse; no rounding or wrapping, which ``enc`` never writes)."""
+    kinds = _SCALAR_KINDS[dt.kind]
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+        raise TapeFormatError(f"{where}: expected a number of dtype {dt.name}, got {value!r:.40}")
+    try:
+        with np.errstate(all="ignore"):
+            x = dt.type(value)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise TapeFormatError(f"{where}: {value!r:.40} is not a {dt.name}: {exc}") from None
+    if not _same_number(x.item(), value):
+        raise TapeFormatError(f"{where}: {value!r:.40} is not exactly a {dt.name} (it would be "
+                              f"{x.item()!r:.40})")
     return x
 
 
@@ -168,11 +199,13 @@ def dec_aval(obj, where: str, max_elements: int) -> Aval:
 # -- arrays and literals ----------------------------------------------------------------------------
 
 def enc_array(a: np.ndarray, where: str) -> dict:
-    """Small arrays of exact numbers as a JSON list, the rest as little-endian base64."""
+    """Small arrays of exact finite numbers as a JSON list (complex numbers as [re, im]
+    pairs), the rest as little-endian base64."""
     out = {"dtype": enc_dtype(a.dtype, where), "shape": list(a.shape)}
-    if a.size <= INLINE_MAX and a.dtype.kind in "biuf" and a.dtype.name in _EXACT_ITEM \
-            and (a.dtype.kind != "f" or np.isfinite(a).all()):
-        out["data"] = a.ravel().tolist()
+    if a.size <= INLINE_MAX and a.dtype.name in _EXACT_ITEM \
+            and (a.dtype.kind not in "fc" or np.isfinite(a).all()):
+        items = a.ravel().tolist()
+        out["data"] = [[z.real, z.imag] for z in items] if a.dtype.kind == "c" else items
     else:
         little = a.astype(a.dtype.newbyteorder("<"), copy=False)
         out["base64"] = base64.b64encode(np.ascontiguousarray(little).tobytes()).decode("ascii")
@@ -189,7 +222,9 @@ def dec_array(obj, where: str, max_elements: int) -> np.ndarray:
         raise TapeFormatError(f"{where}: a literal has exactly one of 'data' or 'base64'")
     if "data" in obj:
         data = expect_list(obj["data"], f"{where}.data")
-        if len(data) != n or not all(isinstance(x, (bool, int, float)) for x in data):
+        if dt.kind == "c":
+            data = _complex_items(data, f"{where}.data", n, shape)
+        elif len(data) != n or not all(isinstance(x, (bool, int, float)) for x in data):
             raise TapeFormatError(f"{where}.data: expected {n} numbers for shape {shape}")
         try:
             a = np.array(data, dtype=dt).reshape(shape)
@@ -212,6 +247,14 @@ def dec_array(obj, where: str, max_elements: int) -> np.ndarray:
         a = np.frombuffer(raw, dt.newbyteorder("<")).astype(dt).reshape(shape)
     a.flags.writeable = False
     return a
+
+
+def _complex_items(data: list, where: str, n: int, shape: tuple) -> list[complex]:
+    """The [re, im] pairs of a complex array's ``data``."""
+    if len(data) != n or not all(type(z) is list and len(z) == 2 and all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) for x in z) for z in data):
+        raise TapeFormatError(f"{where}: expected {n} [re, im] pairs of numbers for shape {shape}")
+    return [_complex(re_, im, where) for re_, im in data]
 
 
 def enc_lit(x: Lit, where: str, table: list, index: dict) -> dict:

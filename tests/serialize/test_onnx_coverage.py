@@ -22,7 +22,8 @@ def test_spec_runs_in_onnxruntime(case):
         listed = re.search(r"no ONNX lowering for (.*)", result.detail)
         named = listed and all(ad.REGISTRY[n] in NOT_LOWERED for n in listed.group(1).split("; "))
         guarded = "guard(s)" in result.detail and "guards='branch'" in result.detail
-        assert named or guarded or "has no ONNX tensor type" in result.detail, result.detail
+        complex_ = result.detail.startswith("cannot export a complex tape")
+        assert named or guarded or complex_ or "has no ONNX tensor type" in result.detail, result.detail
     else:
         assert result.status in ("float64", "float32"), result.detail
 
