@@ -14,7 +14,7 @@ from bench.common import machine
 
 BENCHES = {"mlp": "bench.bench_mlp", "smallops": "bench.bench_smallops", "chain": "bench.bench_chain",
            "cnn": "bench.bench_cnn", "graph": "bench.bench_graph", "widget": "bench.bench_widget",
-           "guards": "bench.bench_guards"}
+           "guards": "bench.bench_guards", "fft": "bench.bench_fft"}
 
 
 def main(argv: list[str]) -> None:
