@@ -63,8 +63,10 @@ def dense(g):
 
 
 def random_cotangent(shape, dtype, rng: np.random.Generator) -> np.ndarray:
-    """Standard normal in the output's dtype for a float output; zeros of its dtype for the
-    others (what the backward builder passes)."""
+    """Standard normal in the output's dtype for a float output (real and imaginary parts for a
+    complex one); zeros of its dtype for the others (what the backward builder passes)."""
+    if np.issubdtype(dtype, np.complexfloating):
+        return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
     if np.issubdtype(dtype, np.inexact):
         return rng.standard_normal(shape).astype(dtype)
     return np.zeros(shape, dtype)
@@ -115,6 +117,11 @@ class RuleCase:
     def dtypes(self) -> list:
         """Every operand and output dtype: what the tolerances are chosen by."""
         return [a.dtype for a in self.avals + self.out_avals]
+
+    @property
+    def is_complex(self) -> bool:
+        """Some operand or output is complex (else a complex value in the pullback is a bug)."""
+        return any(np.issubdtype(d, np.complexfloating) for d in self.dtypes)
 
     def fresh_operands(self) -> list:
         return [np.array(v, copy=True) if isinstance(v, np.ndarray) else v for v in self.operands]

@@ -2,11 +2,16 @@
 
 ``dot_check`` is the one test behind all of them (a rule, a whole program, a pullback's own
 derivative): per random direction pair, ``<J u, v>`` by a converged, Richardson-extrapolated
-5-point stencil against ``<u, J^T v>`` from the pullback. Before a mismatch is judged the point
+5-point stencil against ``<u, J^T v>`` from the pullback (complex operands move along complex
+directions, complex outputs get complex cotangents, and both sides use the real pairing
+``fd.pair``, ``Re(sum(g * dz))``, so real and imaginary parts are checked at once). Before a
+mismatch is judged the point
 is classified from one-sided derivatives: smooth (a real failure: the failing argument's full
 Jacobian is computed and its worst entries reported), a kink (the rule's value must lie between
 the one-sided derivatives, coordinate by coordinate: a subgradient), or a discontinuity (a
-warning: no derivative exists there).
+warning: no derivative exists there). With complex values a failure also says whether the
+pullback returns the conjugate of the right cotangent (a forgotten conj, or PyTorch's convention
+mixed in), and Jacobian entries name the real or imaginary part they concern.
 """
 from __future__ import annotations
 
@@ -19,7 +24,8 @@ from ..api import vjp
 from ..core_prims import project
 from ..tangents import is_zero
 from .base import Verdict, check, dense, normalize, random_cotangent
-from .fd import _flat64, basis, directional_derivative, jacobian, one_sided_derivative, refined
+from .fd import (_flat64, _pairing_weights, as64, basis, coordinate, coordinates, cotangent_of,
+                 directional_derivative, jacobian, one_sided_derivative, pair, random_like, refined)
 from .settings import fd_rtol
 
 MAX_BRACKET = 512        # coordinates of a kink bracket
@@ -46,8 +52,8 @@ def _unc(est, v, factor) -> float:
 
 @dataclass
 class _Probe:
-    """One dot-product test: ``f`` of the perturbed inputs ``sub`` (float64 copies of the
-    inputs ``wrt`` of ``xs``), their domains, the pullback under test and its outputs ``y0``."""
+    """One dot-product test: ``f`` of the perturbed inputs ``sub`` (float64 or complex128 copies
+    of the inputs ``wrt`` of ``xs``), their domains, the pullback under test and its outputs ``y0``."""
     f: Callable
     sub: list
     doms: list
@@ -59,10 +65,14 @@ class _Probe:
     rng: np.random.Generator
 
     def grads(self, vs) -> list[np.ndarray]:
-        """The pullback's cotangents of the perturbed inputs, dense float64 (zeros for none)."""
+        """The pullback's cotangents of the perturbed inputs, dense float64 or complex128 (zeros
+        for none)."""
         gs = self.pullback(vs)
-        return [np.zeros(np.shape(self.xs[i])) if is_zero(gs[i]) else np.asarray(dense(gs[i]).real, dtype=np.float64)
-                for i in self.wrt]
+        return [np.zeros(np.shape(self.xs[i])) if is_zero(gs[i]) else dense(gs[i]) for i in self.wrt]
+
+    @property
+    def complex(self) -> bool:
+        return any(np.iscomplexobj(x) for x in self.sub) or any(np.iscomplexobj(y) for y in self.y0)
 
     def derivative(self, us, side=0):
         if side == 0:
@@ -76,15 +86,15 @@ def dot_check(fn, pullback, xs, wrt, *, domains, rng, directions, rtol) -> Verdi
     xs = list(xs)
     with np.errstate(all="ignore"):
         y0 = fn(*xs)
-    p = _Probe(lambda *a: fn(*_merge(xs, wrt, a)), [np.asarray(xs[i], dtype=np.float64) for i in wrt],
+    p = _Probe(lambda *a: fn(*_merge(xs, wrt, a)), [as64(xs[i]) for i in wrt],
                [None if domains is None else domains[i] for i in wrt], pullback, xs, list(wrt), y0, rtol, rng)
     rows = []
     for _ in range(directions):
-        us = [rng.standard_normal(np.shape(x)) for x in p.sub]
+        us = [random_like(x, rng) for x in p.sub]
         vs = [random_cotangent(np.shape(y), np.asarray(y).dtype, rng) for y in y0]
-        v = _flat64(vs)
+        v = _pairing_weights(vs)       # <J u, v> = dot(_flat64(J u), v): the real pairing
         g = p.grads(vs)
-        rhs = float(sum(np.sum(u * gi) for u, gi in zip(us, g)))
+        rhs = float(sum(pair(gi, u) for u, gi in zip(us, g)))
         est = p.derivative(us)
         lhs = float(est.value @ v)
         scale = max(abs(lhs), abs(rhs), float(np.abs(est.value) @ np.abs(v)),
@@ -101,7 +111,7 @@ def dot_check(fn, pullback, xs, wrt, *, domains, rng, directions, rtol) -> Verdi
                               f"differences converge to a finite derivative (<J u, v> = {lhs:.6g})",
                               {"failing_arguments": bad})
         else:
-            verdict = _classify(p, us, v, g, row)
+            verdict = _classify(p, us, vs, g, row)
         if verdict.status != "pass":
             verdict.numbers.update({"rtol": rtol, "directions": rows})
             return verdict
@@ -113,8 +123,9 @@ def dot_check(fn, pullback, xs, wrt, *, domains, rng, directions, rtol) -> Verdi
                    {"rtol": rtol, "directions": rows})
 
 
-def _classify(p: _Probe, us, v, g, row) -> Verdict:
+def _classify(p: _Probe, us, vs, g, row) -> Verdict:
     """Judge a mismatch (or a stencil that does not converge) by the kind of point."""
+    v = _pairing_weights(vs)
     dp, dm = p.derivative(us, side=1), p.derivative(us, side=-1)
     if not (dp.converged and dm.converged):
         row["point"] = "discontinuity"
@@ -131,36 +142,82 @@ def _classify(p: _Probe, us, v, g, row) -> Verdict:
     allowed = p.rtol * max(abs(mid), abs(row["rhs"]), 1e-300) + _unc(dp, v, 3.0) + _unc(dm, v, 3.0)
     if abs(mid - row["rhs"]) <= allowed:
         return Verdict("pass", "")
-    return _smooth_failure(p, v, g, row)
+    return _smooth_failure(p, us, vs, g, row)
 
 
-def _smooth_failure(p: _Probe, v, g, row) -> Verdict:
+def _conjugated(p: _Probe, us, vs, row) -> bool:
+    """Would ``conj(pullback(conj(v)))`` pass where ``pullback(v)`` fails? Then the pullback
+    returns the conjugate of the right cotangent: a forgotten (or extra) conj, or PyTorch's
+    convention (``g * conj(f'(z))``) mixed into ad's (``g * f'(z)``)."""
+    if not p.complex:
+        return False
+    gc = [np.conj(x) for x in p.grads([np.conj(c) for c in vs])]
+    rhs = float(sum(pair(gi, u) for u, gi in zip(us, gc)))
+    return abs(row["lhs"] - rhs) <= row["allowed"] < abs(row["lhs"] - row["rhs"])
+
+
+def _smooth_failure(p: _Probe, us_all, vs, g, row) -> Verdict:
     lhs, rhs = row["lhs"], row["rhs"]
+    v = _pairing_weights(vs)
     failing = []
     for k in range(len(p.sub)):
-        us = [np.zeros(np.shape(x)) for x in p.sub]
-        us[k] = p.rng.standard_normal(np.shape(p.sub[k]))
+        us = [np.zeros_like(x) for x in p.sub]
+        us[k] = random_like(p.sub[k], p.rng)
         est = p.derivative(us)
-        a, b = float(est.value @ v), float(np.sum(us[k] * g[k]))
+        a, b = float(est.value @ v), pair(g[k], us[k])
         if abs(a - b) > p.rtol * max(abs(a), abs(b), 1e-300) + _unc(est, v, 15.0):
             failing.append(k)
     numbers = {"failing_arguments": [p.wrt[k] for k in failing]}
     if failing:
         numbers["jacobian"] = _jacobian_report(p, failing[0])
     sign = " (the opposite sign)" if lhs * rhs < 0 and abs(abs(lhs) - abs(rhs)) <= 1e-3 * abs(lhs) else ""
+    if _conjugated(p, us_all, vs, row):
+        numbers["conjugated"] = True
+        sign += (" (the conjugate of the right cotangent: a forgotten or extra conj, or PyTorch's convention "
+                 "g * conj(f'(z)) where ad's is g * f'(z))")
     worst = numbers.get("jacobian", {}).get("worst", [])
-    detail = (f"; worst Jacobian entry d out{worst[0]['output']}/d in{worst[0]['input']}: rule "
+    detail = (f"; worst Jacobian entry d {_named('out', worst[0]['output'], worst[0].get('output_part'))}/d "
+              f"{_named('in', worst[0]['input'], worst[0].get('input_part'))}: rule "
               f"{worst[0]['rule']:.6g}, finite differences {worst[0]['fd']:.6g}") if worst else ""
     which = ", ".join(str(p.wrt[k]) for k in failing) or "(only jointly)"
     return Verdict("fail", f"<J u, v> = {lhs:.6g} by finite differences but <u, J^T v> = {rhs:.6g} from the "
                    f"pullback{sign}, at a smooth point; wrong cotangent for argument(s) {which}{detail}", numbers)
 
 
+def _named(name, index, part) -> str:
+    """``out0``, ``Re in(2,)``: a Jacobian coordinate as the report names it."""
+    return {None: "", "real": "Re ", "imag": "Im "}[part] + f"{name}{index}"
+
+
+def _output_coordinate(r: int, y0) -> tuple[int, str | None]:
+    """Row ``r`` of a real Jacobian (``_flat64`` order) as (flat output element, part)."""
+    start = elements = 0
+    for y in y0:
+        n = coordinates(y)
+        if r < start + n:
+            return elements + (r - start) % max(int(np.size(y)), 1), coordinate(r - start, y)[1]
+        start, elements = start + n, elements + int(np.size(y))
+    raise IndexError(r)
+
+
+def _entry(p: _Probe, k: int, r: int, c: int, rule, fd, err) -> dict:
+    """One Jacobian entry: output row ``r``, input column ``c`` of argument ``k``, with the parts
+    (real or imaginary) they are of when complex."""
+    out, out_part = _output_coordinate(r, p.y0)
+    index, in_part = coordinate(c, p.sub[k])
+    entry = {"output": out, "input": index, "rule": float(rule), "fd": float(fd), "error": float(err)}
+    if out_part:
+        entry["output_part"] = out_part
+    if in_part:
+        entry["input_part"] = in_part
+    return entry
+
+
 def _jacobian_report(p: _Probe, k: int) -> dict:
-    """The full Jacobian of the failing argument by finite differences and from the pullback
-    (one basis cotangent per output element), with its worst entries."""
-    shapes = [np.shape(y) for y in p.y0]
-    m, n = sum(int(np.prod(s)) for s in shapes), int(np.size(p.sub[k]))
+    """The full real Jacobian of the failing argument by finite differences and from the
+    pullback (one basis cotangent per real output coordinate), with its worst entries; a complex
+    value has a row (column) for the real and one for the imaginary part of each element."""
+    m, n = int(np.size(_flat64(p.y0))), coordinates(p.sub[k])
     if m * n > MAX_JACOBIAN:
         return {"skipped": f"{m}x{n} is too large to report"}
 
@@ -171,17 +228,11 @@ def _jacobian_report(p: _Probe, k: int) -> dict:
     for r in range(m):
         e = np.zeros(m)
         e[r] = 1.0
-        parts, start = [], 0
-        for s, y in zip(shapes, p.y0):
-            size = int(np.prod(s))
-            parts.append(e[start:start + size].reshape(s).astype(np.asarray(y).dtype if _is_float(y) else np.float64))
-            start += size
-        rows.append(np.ravel(p.grads(parts)[k]))
+        rows.append(_pairing_weights([p.grads(cotangent_of(e, p.y0))[k]]))
     j_rule = np.stack(rows) if rows else np.zeros((0, n))
     err = np.abs(j_rule - j_fd)
     order = np.argsort(err, axis=None)[::-1][:5]
-    worst = [{"output": int(i // n), "input": tuple(int(t) for t in np.unravel_index(i % n, np.shape(p.sub[k]))),
-              "rule": float(j_rule.flat[i]), "fd": float(j_fd.flat[i]), "error": float(err.flat[i])}
+    worst = [_entry(p, k, int(i // n), int(i % n), j_rule.flat[i], j_fd.flat[i], err.flat[i])
              for i in order if err.flat[i] > p.rtol * max(abs(j_fd.flat[i]), 1e-12)]
     report = {"argument": p.wrt[k], "shape": [m, n], "worst": worst}
     if m * n <= SHOWN_JACOBIAN:
@@ -192,13 +243,13 @@ def _jacobian_report(p: _Probe, k: int) -> dict:
 def _bracket(p: _Probe, v, g) -> Verdict:
     """At a kink: each coordinate of the rule's ``J^T v`` must lie between the one-sided
     derivatives along that coordinate (projected on ``v``): the rule picked a subgradient."""
-    total = sum(int(np.size(x)) for x in p.sub)
+    total = sum(coordinates(x) for x in p.sub)
     if total > MAX_BRACKET:
         return Verdict("warn", f"a kink along a random direction, but {total} elements are too many for a "
                        "coordinate-wise subgradient bracket")
     violations, jumps = [], 0
     for k, x in enumerate(p.sub):
-        for j in range(int(np.size(x))):
+        for j in range(coordinates(x)):
             e = basis(p.sub, k, j)
             plus, minus = p.derivative(e, side=1), p.derivative(e, side=-1)
             if not (plus.converged and minus.converged):
@@ -206,11 +257,12 @@ def _bracket(p: _Probe, v, g) -> Verdict:
                 continue
             a, b = float(plus.value @ v), float(minus.value @ v)
             lo, hi = min(a, b), max(a, b)
-            gk = float(g[k].flat[j])
+            gk = pair(g[k], e[k])
             tol = p.rtol * max(abs(a), abs(b), abs(gk), 1e-12) + _unc(plus, v, 3.0) + _unc(minus, v, 3.0)
             if not (lo - tol <= gk <= hi + tol):          # NaN fails too
-                violations.append({"argument": p.wrt[k], "element": [int(t) for t in np.unravel_index(j, np.shape(x))],
-                                   "rule": gk, "one_sided": [lo, hi]})
+                index, part = coordinate(j, x)
+                violations.append({"argument": p.wrt[k], "element": list(index), "rule": gk, "one_sided": [lo, hi],
+                                   **({"part": part} if part else {})})
     numbers = {"violations": violations[:10], "jumps": jumps}
     if violations:
         w = violations[0]
@@ -263,12 +315,12 @@ def _no_tangent(ctx):
         return
     fn, ops = _impl(ctx), ctx.case.fresh_operands()
     y0 = fn(*ops)
-    size = max([float(np.max(np.abs(np.asarray(y, dtype=np.float64)), initial=0.0)) for y in y0 if _is_float(y)] + [1.0])
+    size = max([float(np.max(np.abs(y), initial=0.0)) for y in y0 if _is_float(y)] + [1.0])
     rtol = fd_rtol(ctx.case.dtypes)
     bad, jumps = [], []
     for i in idx:
-        x = np.asarray(ops[i], dtype=np.float64)
-        u = ctx.rng.standard_normal(x.shape)
+        x = as64(ops[i])
+        u = random_like(x, ctx.rng)
         est = refined(directional_derivative, lambda a, i=i: fn(*_merge(ops, [i], [a])), [x], [u],
                       domains=[ctx.case.domains[i]])
         if not est.converged:

@@ -110,11 +110,14 @@ def _base_step(xs, us, step, domains) -> float:
     return h
 
 
+def as64(a) -> np.ndarray:
+    """A float64 copy of ``a`` (complex128 for a complex ``a``): what differences are taken in."""
+    return np.array(a, dtype=np.complex128 if np.iscomplexobj(a) else np.float64)
+
+
 def _as64(xs, us):
     """float64 copies (complex128 for complex values)."""
-    def wide(a):
-        return np.asarray(a, dtype=np.complex128 if np.iscomplexobj(a) else np.float64)
-    return [wide(x) for x in xs], [wide(u) for u in us]
+    return [as64(x) for x in xs], [as64(u) for u in us]
 
 
 def _judge(d1, d2, value, h, noise) -> Estimate:
@@ -171,18 +174,54 @@ def refined(estimator: Callable, f, xs, us, *, domains=None, **kwargs) -> Estima
     return est
 
 
+def coordinates(x) -> int:
+    """How many real coordinates ``x`` has: its size, twice that for a complex ``x``."""
+    return int(np.size(x)) * (2 if np.iscomplexobj(x) else 1)
+
+
+def coordinate(k: int, x) -> tuple[tuple, str | None]:
+    """Real coordinate ``k`` of ``x`` (the order of ``_flat64``) as (element index, part):
+    part is None for a real ``x``, "real" or "imag" for a complex one."""
+    n = int(np.size(x))
+    part = None if not np.iscomplexobj(x) else ("real" if k < n else "imag")
+    return tuple(int(t) for t in np.unravel_index(k % max(n, 1), np.shape(x))), part
+
+
+def cotangent_of(w, like) -> list[np.ndarray]:
+    """The cotangents ``vs`` (one per leaf of ``like``) whose pairing weights are ``w``:
+    ``pair(vs, t) == dot(w, _flat64(t))`` for every tangent ``t``; the inverse of
+    ``_pairing_weights``. A unit ``w`` picks one real coordinate of the outputs."""
+    out, start = [], 0
+    for leaf in _leaves(like):
+        leaf = np.asarray(leaf)
+        n = int(leaf.size)
+        if leaf.dtype.kind == "c":
+            re, im = w[start:start + n], w[start + n:start + 2 * n]
+            out.append((re - 1j * im).reshape(leaf.shape).astype(leaf.dtype))
+            start += 2 * n
+        else:
+            out.append(np.asarray(w[start:start + n]).reshape(leaf.shape).astype(
+                leaf.dtype if leaf.dtype.kind == "f" else np.float64))
+            start += n
+    return out
+
+
 def basis(xs, i: int, k: int) -> list[np.ndarray]:
-    """Directions that move only element ``k`` (flat index) of input ``i``."""
-    us = [np.zeros(np.shape(x)) for x in xs]
-    us[i].flat[k] = 1.0
+    """Directions that move only real coordinate ``k`` of input ``i`` (``coordinate``): one
+    element, or the real or imaginary part of one element of a complex input."""
+    us = [np.zeros(np.shape(x), dtype=np.complex128 if np.iscomplexobj(x) else np.float64) for x in xs]
+    n = int(np.size(xs[i]))
+    us[i].flat[k % max(n, 1)] = 1.0 if k < n else 1j
     return us
 
 
 def jacobian(f: Callable, xs, i: int, *, domains=None, side: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """The Jacobian of ``f`` (outputs flattened) with respect to input ``i``, one column per
-    element, central (``side=0``) or one-sided; also which columns converged."""
+    """The real Jacobian of ``f`` (outputs flattened by ``_flat64``) with respect to input ``i``,
+    one column per real coordinate (``coordinate``: a complex input has a column for the real
+    and one for the imaginary part of each element), central (``side=0``) or one-sided; also
+    which columns converged."""
     cols, ok = [], []
-    for k in range(np.size(xs[i])):
+    for k in range(coordinates(xs[i])):
         us = basis(xs, i, k)
         est = (refined(directional_derivative, f, xs, us, domains=domains) if side == 0 else
                refined(one_sided_derivative, f, xs, us, domains=domains, side=side))

@@ -8,6 +8,7 @@ from ..core_prims import project
 from ..tangents import NoTangent, ZeroTangent, is_zero
 from .base import check, float_bits, normalize
 from .captures import location
+from .fd import as64
 from .settings import exact_rtol
 
 
@@ -114,8 +115,8 @@ def _primal_value(ctx):
             continue
         tol = exact_rtol([r.dtype]) * 10
         with np.errstate(all="ignore"):
-            err = np.abs(y.astype(np.float64) - r.astype(np.float64))
-            allowed = tol * np.maximum(np.abs(r.astype(np.float64)), 1.0)
+            err = np.abs(as64(y) - as64(r))            # complex values: both parts
+            allowed = tol * np.maximum(np.abs(as64(r)), 1.0)
         same = (err <= allowed) | (np.isnan(y) & np.isnan(r)) | (y == r)
         if not np.all(same):
             k = int(np.argmax(np.where(same, 0, err)))
@@ -188,7 +189,14 @@ def _ct_dtype(ctx):
         if not np.issubdtype(got, np.inexact):
             return "error", f"operand {i}: a {got} cotangent for a {want} operand"
         if np.issubdtype(got, np.complexfloating) and not np.issubdtype(want, np.complexfloating):
-            return "error", f"operand {i}: a complex ({got}) cotangent for a real ({want}) operand"
+            if not ctx.case.is_complex and not ctx.case.prim.complex_rule:
+                return "error", (f"operand {i}: a complex ({got}) cotangent for a real ({want}) operand, "
+                                 f"from a rule written for real numbers ({ctx.case.prim.name} declares no "
+                                 "complex_rule): its pullback computes in complex for nothing")
+            if float_bits(got) > max(float_bits(want), out_bits):
+                return "error", (f"operand {i}: silent upcast: the cotangent of a {want} operand is computed "
+                                 f"in {got}")
+            return "note", f"operand {i}: {got} projected to its real part, {want}, by project()"
         if float_bits(got) > max(float_bits(want), out_bits):
             return "error", (f"operand {i}: silent upcast: the cotangent of a {want} operand is computed in "
                              f"{got} (a float64 constant or astype in the pullback?)")

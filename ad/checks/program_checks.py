@@ -1,7 +1,8 @@
 """The program checks of ``settings.PROGRAM_CHECKS``: each a function of the prepared
 ``ProgramRecord`` returning its ``Verdict``, reading only what the record offers (so they run
 in any order): the end-to-end dot-product test, the per-equation rule checks and their culprit,
-closure versus lifted, zero, linearity and determinism of the whole backward, a dtype-flow audit,
+closure versus lifted, zero, linearity and determinism of the whole backward, holomorphy against
+the complex-linearity of the backward, a dtype-flow audit,
 the first pullback making NaN/Inf from finite inputs, kinks, residual checksums, fallbacks.
 """
 from __future__ import annotations
@@ -11,12 +12,13 @@ import numpy as np
 from .. import pytree
 from ..backward import residuals
 from ..tape import Var, format_eqn
-from .base import Verdict, check, combine, float_bits, random_cotangent
+from .base import Verdict, check, combine, dense, float_bits, random_cotangent
 from .captures import describe, raised_at
 from .derivatives import dot_check
 from .forms import compare_cotangents
+from .holomorphic import holomorphy
 from .program_record import ProgramRecord
-from .settings import fd_rtol
+from .settings import exact_rtol, fd_rtol
 
 
 @check("program.build")
@@ -25,10 +27,9 @@ def _build(p: ProgramRecord) -> Verdict:
                    f"({len(p.wrt)} input(s) differentiated)")
 
 
-@check("program.dot_product")
-def _dot_product(p: ProgramRecord) -> Verdict:
-    if not p.wrt:
-        return Verdict("skipped", "no float input to differentiate")
+def _as_function(p: ProgramRecord):
+    """The program as ``fn(*flat inputs) -> list of outputs``, its lifted backward as
+    ``pullback(vs) -> one gradient or None per input``, the inputs' domains and the tolerance."""
     in_tree, leaves = p.primal.in_tree, pytree.flatten(tuple(p.args))[0]
 
     def fn(*flat):
@@ -44,9 +45,24 @@ def _dot_product(p: ProgramRecord) -> Verdict:
         return out
     n = len(p.values)
     domains = None if p.opts.domains is None else (list(p.opts.domains) + [None] * n)[:n]
-    rtol = fd_rtol([v.aval.dtype for v in p.primal.inputs + tuple(x for x in p.primal.outputs if type(x) is Var)])
+    return fn, pullback, domains, [v.aval.dtype for v in p.primal.inputs + tuple(x for x in p.primal.outputs
+                                                                                  if type(x) is Var)]
+
+
+@check("program.dot_product")
+def _dot_product(p: ProgramRecord) -> Verdict:
+    if not p.wrt:
+        return Verdict("skipped", "no float input to differentiate")
+    fn, pullback, domains, dtypes = _as_function(p)
     return dot_check(fn, pullback, p.values, p.wrt, domains=domains, rng=p.rng("program.dot_product"),
-                     directions=p.opts.directions, rtol=rtol)
+                     directions=p.opts.directions, rtol=fd_rtol(dtypes))
+
+
+@check("program.holomorphic")
+def _holomorphic(p: ProgramRecord) -> Verdict:
+    fn, pullback, domains, dtypes = _as_function(p)
+    return holomorphy(fn, pullback, p.values, p.wrt, domains=domains, rng=p.rng("program.holomorphic"),
+                      rtol=fd_rtol(dtypes), exact=exact_rtol(dtypes), asserted=p.opts.holomorphic, what="input")
 
 
 def _closure_raised(p: ProgramRecord) -> Verdict:
@@ -103,7 +119,7 @@ def _linearity(p: ProgramRecord) -> Verdict:
     u, v = p.seeds, [random_cotangent(x.aval.shape, x.aval.dtype, rng) for x in p.primal.outputs]
     a, b = 0.75, -1.5
     gu, gv, gw = p.lifted_run.grads, p.lifted(v), p.lifted(combine(a, u, b, v))
-    worst = _worst(gw, [a * np.asarray(x, np.float64) + b * np.asarray(y, np.float64) for x, y in zip(gu, gv)], p)
+    worst = _worst(gw, [a * dense(x) + b * dense(y) for x, y in zip(gu, gv)], p)
     if worst is None:
         return Verdict("pass", "the backward is linear in its cotangent")
     return Verdict("fail", f"the backward is not linear (relative error {worst:.3g})")
@@ -126,19 +142,40 @@ def _determinism(p: ProgramRecord) -> Verdict:
     return Verdict("pass", f"identical gradients on a second run ({', '.join(forms)})")
 
 
+def _complex(values) -> bool:
+    return any(np.issubdtype(x.aval.dtype, np.complexfloating) for x in values)
+
+
+def _real(e, producers) -> bool:
+    """Should ``e`` compute in real numbers only? An equation of a pullback: when its forward
+    equation is all real (no complex operand, constant or output) and its rule is written for
+    real numbers (no ``complex_rule``; a complex rule such as irfftn's may compute in complex
+    on real operands, and a real operand of a complex equation may get a complex cotangent:
+    the driver projects both). Any other equation: when it has no complex input. (Projecting a
+    real cotangent onto a complex operand makes it complex by design.)"""
+    if e.origin.kind == "project":
+        return False
+    fwd = producers.get(e.origin.of) if e.origin.kind == "pullback" else None
+    if fwd is None:
+        return not _complex(e.inputs)
+    return not fwd.prim.complex_rule and not _complex(fwd.inputs + fwd.outputs)
+
+
 @check("program.dtype_flow")
 def _dtype_flow(p: ProgramRecord) -> Verdict:
     """Promotions: a float output more precise than every float variable feeding it (a float64
-    constant, an upcast in a pullback), or complex from real. Explicit astype in the user's code
-    is not silent."""
+    constant, an upcast in a pullback: float32 to float64, complex64 to complex128), or complex
+    from real: in the pullback of an equation that is all real, or in an equation none of whose
+    inputs is complex. Explicit astype in the user's code is not silent."""
     found = []
+    producers = p.gt.producers()
     for e in p.gt.eqns:
         if e.prim.name == "astype" and not e.origin.is_backward:
             continue
         ins = [x.aval.dtype for x in e.inputs if type(x) is Var and x.aval.is_float]
         if not ins:
             continue
-        real = not any(np.issubdtype(d, np.complexfloating) for d in ins)
+        real = _real(e, producers)
         for v in e.outputs:
             d = v.aval.dtype
             if v.aval.is_float and (float_bits(d) > max(map(float_bits, ins))
@@ -179,8 +216,8 @@ def _kinks(p: ProgramRecord) -> Verdict:
         distance = e.prim.kink
         if distance is None:
             continue
-        d = np.abs(np.asarray(distance(*vals, **dict(e.params)), dtype=np.float64))
-        scale = max([1.0] + [float(np.max(np.abs(np.asarray(v, np.float64)), initial=0.0))
+        d = np.abs(np.asarray(distance(*vals, **dict(e.params)))).astype(np.float64)
+        scale = max([1.0] + [float(np.max(np.abs(np.asarray(v)), initial=0.0))
                              for v in vals if np.issubdtype(np.asarray(v).dtype, np.number)])
         at, near = int(np.sum(d <= 1e-12 * scale)), int(np.sum(d <= 1e-3 * scale))
         if near:

@@ -186,7 +186,7 @@ class RuleReport(Report):
     >>> report.primitive, report.ok, report["algebra.zero"].status
     ('tanh', True, 'pass')
     >>> report.summary()
-    '23 passed, 0 failed, 0 warnings, 5 skipped (seed 0)'
+    '23 passed, 0 failed, 0 warnings, 6 skipped (seed 0)'
     """
     primitive: str | None = None
 
@@ -201,7 +201,7 @@ class ProgramReport(Report):
     >>> report.ok, [r.primitive for r in report.equations], report.culprit
     (True, ['sin', 'power', 'sum'], None)
     >>> report.to_dict()["counts"]
-    {'pass': 12, 'fail': 0, 'warn': 0, 'skipped': 0}
+    {'pass': 12, 'fail': 0, 'warn': 0, 'skipped': 1}
     """
     equations: list[RuleReport] = field(default_factory=list)
     culprit: RuleReport | None = None

@@ -3,7 +3,7 @@
 
 The call ``f(*args)`` is traced once; the one equation it records names the primitive, its
 static params and its operands (the values the rule is called with). The checks themselves live
-in ``interface``, ``algebra``, ``closure`` and ``derivatives``; each registers with ``@check``
+in ``interface``, ``algebra``, ``closure``, ``derivatives`` and ``holomorphic``; each registers with ``@check``
 and adds exactly one result to the report.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ from ..primitives import Primitive, lookup
 from ..rrule import using_rule
 from ..samples import declared_domains
 from ..tape import Var, eval_tape, format_eqn
-from . import algebra, closure, derivatives, interface  # noqa: F401  (they register the checks)
+from . import algebra, closure, derivatives, holomorphic, interface  # noqa: F401  (they register the checks)
 from .base import CHECKS, Context, RuleCase
 from .captures import describe, location, raised_at
 from .report import CheckResult, RuleReport
@@ -53,7 +53,7 @@ def check_rule(f, *args, rule=None, kwargs=None, raise_on_failure: bool = False,
     ``f`` is a primitive, a numpy function, an ``@ad.primitive`` function or any callable that
     records exactly one equation; ``rule`` defaults to the registered rule (passing one checks
     it without registering it). Options: see ``ad.checks.settings.Options`` (seed, profile,
-    severity, directions, second_order, domains, strict_aliasing).
+    severity, directions, second_order, domains, strict_aliasing, holomorphic).
 
     >>> ad.check_rule(np.sin, np.linspace(0, 1, 4)).ok
     True

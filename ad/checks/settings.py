@@ -39,18 +39,23 @@ RULE_CHECKS = (
     ("lifted.after_mutation", "they still agree after the program mutates the arrays the rule reads", False),
     ("lifted.captures", "no float array reaches the rule except as an operand (its gradient would be dropped)", False),
     ("fd.dot_product", "<J u, v> == <u, J^T v> by converged finite differences; subgradient bracket at kinks", True),
+    ("complex.holomorphic", "complex operands: holomorphic by finite differences (J(i u) == i J(u)) exactly when "
+     "the pullback is complex-linear (pullback(i v) == i pullback(v))", True),
     ("second_order.dot_product", "the pullback, as a function of (operands, cotangent), passes the same test", True),
 )
 
 PROGRAM_CHECKS = (
     ("program.build", "every differentiated equation has a rule and the gradient tape builds", False),
     ("program.dot_product", "end to end: <J u, v> == <u, J^T v> for the whole program", True),
+    ("program.holomorphic", "complex inputs: the whole program is holomorphic exactly when its backward is "
+     "complex-linear", True),
     ("program.equations", "every equation passes the rule checks at its recorded values (culprit: the first failing one in reverse order)", False),
     ("program.closure_vs_lifted", "the closure form and the lifted tape give the same gradients", False),
     ("program.zero", "the whole backward maps a zero cotangent to exactly zero", False),
     ("program.linearity", "the whole backward is linear in its cotangent", False),
     ("program.determinism", "running the backward twice gives identical gradients (lifted and closure)", False),
-    ("program.dtype_flow", "no equation silently promotes float32 to float64 (or real to complex)", False),
+    ("program.dtype_flow", "no equation silently promotes float32 to float64, complex64 to complex128, or "
+     "real to complex (a real equation's pullback computing in complex)", False),
     ("program.nan", "no pullback produces NaN or Inf from finite inputs", False),
     ("program.kinks", "equations evaluated at or near a kink (where the gradient is a subgradient choice)", False),
     ("program.residuals", "no array recorded as a residual was mutated between the forward and backward passes", False),
@@ -70,8 +75,9 @@ PROFILES = {
 }
 
 # Finite-difference comparisons: float64 about 1e-6 relative, float32 about 1e-3 (differences
-# are always computed in float64).
-FD_RTOL = {np.dtype(np.float64): 1e-6, np.dtype(np.float32): 1e-3, np.dtype(np.float16): 1e-2}
+# are always computed in float64, complex128 for complex values); a complex dtype as its parts.
+FD_RTOL = {np.dtype(np.float64): 1e-6, np.dtype(np.float32): 1e-3, np.dtype(np.float16): 1e-2,
+           np.dtype(np.complex128): 1e-6, np.dtype(np.complex64): 1e-3}
 
 
 def fd_rtol(dtypes) -> float:
@@ -94,7 +100,9 @@ class Options:
     ``second_order`` also checks the pullback's own derivative; ``domains`` gives one
     ``(lo, hi)`` (or None) per argument to keep finite-difference steps inside;
     ``strict_aliasing`` also fails cotangents that are views of the incoming cotangent or of
-    each other (allowed by default: ad treats cotangents as immutable values)."""
+    each other (allowed by default: ad treats cotangents as immutable values); ``holomorphic=True``
+    asserts the function is holomorphic in its complex operands (``complex.holomorphic`` and
+    ``program.holomorphic`` then fail if finite differences say otherwise)."""
     seed: int = 0
     profile: str = "full"
     severity: dict = field(default_factory=dict)
@@ -102,6 +110,7 @@ class Options:
     second_order: bool = False
     domains: tuple | None = None
     strict_aliasing: bool = False
+    holomorphic: bool = False
 
     def __post_init__(self):
         if self.profile not in PROFILES:
@@ -139,4 +148,4 @@ class Options:
         return {"seed": self.seed, "profile": self.profile, "severity": dict(self.severity),
                 "directions": self.directions, "second_order": self.second_order,
                 "domains": None if self.domains is None else [list(d) if d else None for d in self.domains],
-                "strict_aliasing": self.strict_aliasing}
+                "strict_aliasing": self.strict_aliasing, "holomorphic": self.holomorphic}

@@ -52,7 +52,9 @@ def test_check_failure_is_an_assertion_error_listing_all():
 
 def test_clean_program_json_round_trip():
     data = json.loads(check(lambda x: np.sum(x * x), np.ones(3)).to_json())
-    assert data["ok"] and {c["status"] for c in data["checks"]} == {"pass"}
+    statuses = {c["name"]: c["status"] for c in data["checks"]}
+    assert statuses.pop("program.holomorphic") == "skipped"       # no complex input
+    assert data["ok"] and set(statuses.values()) == {"pass"}
 
 
 # -- numerics ------------------------------------------------------------------------------------
