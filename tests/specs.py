@@ -95,7 +95,7 @@ COMPOSITIONS = {
     "np.sinc": spec(lambda x: np.sinc(x), F, shapes=UNARY),
     "np.squeeze": spec(lambda x: np.squeeze(x[:, None]), F),
     "np.moveaxis": spec(lambda x: np.moveaxis(x[None], 0, -1), F),
-    "np.select": spec(lambda x: np.select([x < -0.5, x > 0.5], [x * 2, x ** 2], x), F),
+    "np.select": spec(lambda x: np.select([x < -0.5, x > 0.5], [x * 2, x ** 2], x), In(avoid=(-0.5, 0.5))),
     "np.cumsum flat": spec(lambda x: np.cumsum(x), F),
     "x.T @ x": spec(lambda x: x.T @ x, F),
     "iteration": spec(lambda x: sum(row * i for i, row in enumerate(x)), F),
