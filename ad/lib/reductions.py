@@ -294,6 +294,9 @@ def _accumulate_extremum(largest: bool):
             raise unsupported(f"{name}(..., out=)", f"Assign the result instead: y = {name}(a).")
         if dtype is not None:
             a = a.astype(dtype)
+        if np.iscomplexobj(a):      # as max/min: their gradients refuse complex values
+            raise unsupported(f"{name} of complex values", "numpy orders complex numbers "
+                              "lexicographically (real part first), an order with no derivative.")
         if np.ndim(a) == 0:
             raise TypeError("cannot accumulate on a scalar")
         axis = normalize_axis(axis, np.ndim(a))[0]

@@ -25,8 +25,10 @@ def _erf(x):
 
     Below |x| = 2.5 the series ``2/sqrt(pi) x exp(-x^2) sum (2x^2)^n / (2n+1)!!`` (positive terms:
     no cancellation); above, ``1 - erfc`` with erfc's Laplace continued fraction. Computed in
-    float64 and cast back to the input's dtype.
+    float64 and cast back to the input's dtype. Real numbers only: both expansions rest on |x|.
     """
+    if np.iscomplexobj(x):
+        raise TypeError("erf of complex values: ad.nn.erf is written for real numbers")
     dtype = np.result_type(x, np.float32)
     a = np.abs(np.asarray(x, dtype=np.float64))
     out = np.empty_like(a)
@@ -46,14 +48,17 @@ def _erf(x):
 
 
 def _sigmoid(x):
-    """``1 / (1 + exp(-x))`` without overflow, and with full relative precision for x << 0."""
+    """``1 / (1 + exp(-x))`` without overflow, and with full relative precision for x << 0. The
+    split at 0 is for real x; complex z take the formula itself (holomorphic, as its rule)."""
+    if np.iscomplexobj(x):
+        return 1 / (1 + np.exp(-x))
     e = np.exp(-np.abs(x))
     return np.where(np.asarray(x) >= 0, 1 / (1 + e), e / (1 + e))
 
 
 erf_p = Primitive("erf", _erf, elementwise=True, doc="The error function (elementwise).",
                   samples=(Sample((IMAGES,), shapes=MATRIX),))
-sigmoid_p = Primitive("sigmoid", _sigmoid, elementwise=True,
+sigmoid_p = Primitive("sigmoid", _sigmoid, elementwise=True, complex_rule=True,
                       doc="The logistic function 1 / (1 + exp(-x)) (elementwise).",
                       samples=(Sample((IMAGES,), shapes=MATRIX),))
 relu_p = Primitive("relu", lambda x: np.maximum(x, 0), elementwise=True, doc="max(x, 0) (elementwise).",
