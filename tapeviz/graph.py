@@ -257,10 +257,13 @@ def _summaries(values) -> dict[str, str]:
 
 
 def summarize(value) -> str:
-    """One line about an array: the numbers when few, else mean and range; non-finite counted.
+    """One line about an array: the numbers when few, else mean and range; non-finite counted;
+    complex numbers by magnitude and phase.
 
     >>> tapeviz.summarize(np.arange(3.0)), tapeviz.summarize(np.array([1, np.nan, 3, 4, 5]))
     ('[0, 1, 2]', 'mean 3.25 in [1, 5]; 1 nan')
+    >>> tapeviz.summarize(1 + 1j)
+    '|z|=1.41 ∠45°'
     """
     if callable(value):
         return "closure"
@@ -272,23 +275,51 @@ def summarize(value) -> str:
     if a.dtype == bool:
         return f"{int(a.sum())}/{a.size} true"
     if np.iscomplexobj(a):
-        a = np.abs(a)
-        prefix = "|z| "
-    else:
-        prefix = ""
+        return _summarize_complex(a)
     if a.size <= 4:
         body = ", ".join(f"{x:.4g}" for x in a.ravel().tolist())
-        return prefix + (body if a.ndim == 0 else f"[{body}]")
+        return body if a.ndim == 0 else f"[{body}]"
     finite = np.isfinite(a)
-    notes = []
-    if not finite.all():
-        notes = [f"{int(n)} {what}" for n, what in ((np.isnan(a).sum(), "nan"),
-                                                     (np.isposinf(a).sum(), "+inf"),
-                                                     (np.isneginf(a).sum(), "-inf")) if n]
-        a = a[finite]
+    notes = _non_finite(a, finite)
+    a = a[finite]
     if a.size:
         notes.insert(0, f"mean {a.mean():.3g} in [{a.min():.3g}, {a.max():.3g}]")
-    return prefix + "; ".join(notes)
+    return "; ".join(notes)
+
+
+def _non_finite(a, finite) -> list[str]:
+    if finite.all():
+        return []
+    return [f"{int(n)} {what}" for n, what in ((np.isnan(a).sum(), "nan"), (np.isposinf(a).sum(), "+inf"),
+                                               (np.isneginf(a).sum(), "-inf")) if n]
+
+
+def polar(z: complex) -> str:
+    """A complex number by magnitude and phase, ``1.41∠45°`` (a zero or non-finite magnitude
+    has no phase worth showing)."""
+    r = abs(z)
+    if r == 0 or not np.isfinite(r):
+        return f"{r:.3g}"
+    return f"{r:.3g}\u2220{np.degrees(np.angle(z)):.3g}\u00b0"
+
+
+def _summarize_complex(a: np.ndarray) -> str:
+    """Magnitude and phase: ``|z|=1.41 ∠45°`` for a scalar, ``|z|∠ [1.41∠45°, 2∠-90°]`` for a
+    few numbers, else the range of the magnitudes and of the phases; an element with a NaN
+    part counts as nan, one with an infinite part as +inf (its magnitude)."""
+    if a.ndim == 0:
+        return "|z|=" + polar(complex(a)).replace("\u2220", " \u2220")
+    if a.size <= 4:
+        return "|z|\u2220 [" + ", ".join(polar(z) for z in a.ravel().tolist()) + "]"
+    r = np.abs(a)
+    finite = np.isfinite(r)
+    notes = _non_finite(r, finite)
+    z, r = a[finite], r[finite]
+    if z.size:
+        phase = np.degrees(np.angle(z[r > 0]))
+        notes.insert(0, f"|z| in [{r.min():.3g}, {r.max():.3g}]" + (
+            f", \u2220 in [{phase.min():.3g}\u00b0, {phase.max():.3g}\u00b0]" if phase.size else ""))
+    return "; ".join(notes)
 
 
 # -- check results ---------------------------------------------------------------------------

@@ -3,7 +3,10 @@ beside the card of its cotangent (or, for a cotangent, of its primal).
 
 The heatmap is an HTML table with one coloured cell per element (a corner of big arrays):
 blue for negative, red for positive, white for zero, scaled by the largest finite magnitude;
-NaN cells are magenta and infinities black, so they cannot be missed.
+NaN cells are magenta and infinities black, so they cannot be missed. Complex values are shown
+by magnitude and phase: the statistics give the ranges of |z|, of the phase and of the real
+and imaginary parts, a scalar is written out with its polar form, and heatmap cells take their
+hue from the phase and their strength from the magnitude (white at 0).
 
 A card depends on its variable only: it carries the equation that makes it (``data-eq``), both
 notes (computed later, written by this step) and its step number at both granularities; where it
@@ -11,6 +14,8 @@ stands relative to the cursor (``data-when``, set here for the model's cursor an
 any other) and the view's granularity show the right ones.
 """
 from __future__ import annotations
+
+import colorsys
 
 import numpy as np
 
@@ -86,19 +91,54 @@ def stats_html(value) -> str:
     cells = [("dtype", str(a.dtype)), ("shape", str(a.shape))]
     if a.dtype == bool:
         cells.append(("true", f"{int(a.sum())} of {a.size}"))
+    elif np.iscomplexobj(a):
+        cells += _complex_stats(a)
     elif np.issubdtype(a.dtype, np.number):
-        mag = np.abs(a) if np.iscomplexobj(a) else a
-        finite = mag[np.isfinite(mag)] if np.issubdtype(mag.dtype, np.inexact) else mag
+        finite = a[np.isfinite(a)] if np.issubdtype(a.dtype, np.inexact) else a
         if finite.size:
             cells += [("min", f"{finite.min():.4g}"), ("max", f"{finite.max():.4g}"),
                       ("mean", f"{finite.mean():.4g}"), ("std", f"{finite.std():.4g}")]
-        if np.issubdtype(mag.dtype, np.inexact):
-            n_nan, n_inf = int(np.isnan(mag).sum()), int(np.isinf(mag).sum())
-            cells += [("NaN", str(n_nan)), ("Inf", str(n_inf))]
+        if np.issubdtype(a.dtype, np.inexact):
+            cells += [("NaN", str(int(np.isnan(a).sum()))), ("Inf", str(int(np.isinf(a).sum())))]
     bad = {k for k, v in cells if k in ("NaN", "Inf") and v != "0"}
     body = "".join(f'<span class="{"tv-bad" if k in bad else ""}"><b>{esc(k)}</b> {esc(v)}</span>'
                    for k, v in cells)
     return f'<div class="tv-stats">{body}</div>'
+
+
+def _span(lo, hi, unit: str = "") -> str:
+    return f"{lo:.4g}{unit}" if lo == hi else f"{lo:.4g}{unit} \u2026 {hi:.4g}{unit}"
+
+
+def _complex_stats(a: np.ndarray) -> list[tuple[str, str]]:
+    """Ranges of the magnitude, the phase (of the non-zero elements), the real and the
+    imaginary parts, over the finite elements; NaN and Inf count elements with such a part."""
+    r = np.abs(a)
+    finite = np.isfinite(a)
+    cells = []
+    if finite.any():
+        z, rf = a[finite], r[finite]
+        cells.append(("|z|", _span(rf.min(), rf.max())))
+        if rf.size > 1:
+            cells.append(("mean |z|", f"{rf.mean():.4g}"))
+        phase = np.degrees(np.angle(z[rf > 0]))
+        if phase.size:
+            cells.append(("\u2220", _span(phase.min(), phase.max(), "\u00b0")))
+        cells += [("re", _span(z.real.min(), z.real.max())), ("im", _span(z.imag.min(), z.imag.max()))]
+    return cells + [("NaN", str(int(np.isnan(a).sum()))), ("Inf", str(int(np.isinf(a).sum())))]
+
+
+def complex_text(z: complex, digits: int = 6) -> str:
+    """``1+2j``, ``-0.5-1j``, ``nan+1j``: the number as Python reads it, to ``digits``."""
+    return f"{z.real + 0.0:.{digits}g}{z.imag:+.{digits}g}j"   # (+ 0.0: no "-0-2j")
+
+
+def polar_text(z: complex) -> str:
+    """``|z| 2.236 ∠63.43°`` (no phase for 0 or a non-finite magnitude)."""
+    r = abs(z)
+    if r == 0 or not np.isfinite(r):
+        return f"|z| {r:.4g}"
+    return f"|z| {r:.4g} \u2220{np.degrees(np.angle(z)):.4g}\u00b0"
 
 
 def heatmap_html(value) -> str:
@@ -109,15 +149,19 @@ def heatmap_html(value) -> str:
     a = np.asarray(value)
     if a.dtype == object or a.size == 0 or not np.issubdtype(a.dtype, np.number) and a.dtype != bool:
         return ""
-    if np.iscomplexobj(a):
-        a = np.abs(a)
-    a = a.astype(np.float64)
+    is_complex = np.iscomplexobj(a)
+    a = a.astype(np.complex128 if is_complex else np.float64)
+    if a.ndim == 0 and is_complex:
+        z = complex(a)
+        return (f'<div class="tv-scalar"{attr("data-value", repr(z))}>{esc(complex_text(z))}</div>'
+                f'<div class="tv-polar">{esc(polar_text(z))}{SEP}re {esc(f"{z.real:.6g}")}'
+                f'{SEP}im {esc(f"{z.imag:.6g}")}</div>')
     if a.ndim == 0:
         return f'<div class="tv-scalar"{attr("data-value", repr(float(a)))}>{esc(f"{float(a):.6g}")}</div>'
     grid = a.reshape(1, -1) if a.ndim == 1 else a.reshape(-1, a.shape[-1])
     rows, cols = min(grid.shape[0], MAX_CELLS[0]), min(grid.shape[1], MAX_CELLS[1])
     shown = grid[:rows, :cols]
-    colours = _colours(shown, grid)
+    colours = (_phase_colours if is_complex else _colours)(shown, grid)
     body = []
     for i in range(rows):
         cells = []
@@ -125,17 +169,43 @@ def heatmap_html(value) -> str:
             x = shown[i, j]
             index = f"[{j}]" if a.ndim == 1 else f"[{i},{j}]"
             cls = ' class="tv-nan"' if np.isnan(x) else ' class="tv-inf"' if np.isinf(x) else ""
-            cells.append(f'<td{cls} style="background:{colours[i][j]}" title="{index} = {x:.6g}"></td>')
+            text = f"{complex_text(x)} ({polar_text(x)})" if is_complex else f"{x:.6g}"
+            cells.append(f'<td{cls} style="background:{colours[i][j]}"{attr("title", f"{index} = {text}")}></td>')
         body.append("<tr>" + "".join(cells) + "</tr>")
     note = ""
     if grid.shape != shown.shape or a.ndim > 2:
         note = (f'<div class="tv-note">showing {rows}\u00d7{cols} of {esc(a.shape)}'
                 f'{" (leading axes flattened)" if a.ndim > 2 else ""}</div>')
     scale = np.abs(grid[np.isfinite(grid)]).max(initial=0.0)
-    legend = (f'<div class="tv-scale"><span class="tv-neg">\u2212{scale:.3g}</span> 0 '
-              f'<span class="tv-pos">+{scale:.3g}</span>; NaN <span class="tv-key tv-nan"></span> '
-              f'Inf <span class="tv-key tv-inf"></span></div>')
+    keys = ('NaN <span class="tv-key tv-nan"></span> Inf <span class="tv-key tv-inf"></span>')
+    if is_complex:
+        legend = (f'<div class="tv-scale">hue: phase \u2212180\u00b0 <span class="tv-key tv-hue">'
+                  f'</span> 180\u00b0 (red 0\u00b0); strength: |z| 0 \u2026 {scale:.3g}; {keys}</div>')
+    else:
+        legend = (f'<div class="tv-scale"><span class="tv-neg">\u2212{scale:.3g}</span> 0 '
+                  f'<span class="tv-pos">+{scale:.3g}</span>; {keys}</div>')
     return f'<table class="tv-heat">{"".join(body)}</table>{note}{legend}'
+
+
+def _phase_colours(shown: np.ndarray, grid: np.ndarray) -> list[list[str]]:
+    """Domain colouring: the hue is the phase (red at 0, yellow at 60°, cyan at ±180°), the
+    saturation |z| over the largest finite magnitude (white at 0)."""
+    finite = np.isfinite(grid)
+    scale = np.abs(grid[finite]).max(initial=0.0) or 1.0
+    out = []
+    for row in shown.tolist():
+        line = []
+        for z in row:
+            if z != z:                                  # a NaN part
+                line.append(NAN)
+            elif not np.isfinite(z):
+                line.append(POS_INF)
+            else:
+                hue = np.angle(z) / (2 * np.pi) % 1.0
+                r, g, b = colorsys.hsv_to_rgb(hue, min(abs(z) / scale, 1.0), 1.0)
+                line.append(f"#{round(r * 255):02x}{round(g * 255):02x}{round(b * 255):02x}")
+        out.append(line)
+    return out
 
 
 def _colours(shown: np.ndarray, grid: np.ndarray) -> list[list[str]]:
