@@ -231,6 +231,18 @@ def test_astype_between_real_and_complex(form):
     np.testing.assert_allclose(g, w, rtol=1e-6)
 
 
+@pytest.mark.parametrize("fn", [lambda z: np.concatenate([z, z], dtype=np.float64),
+                                lambda z: np.stack([z, z], dtype=np.float64),
+                                lambda z: np.ediff1d(np.real(z), to_begin=z[:1])], ids=["concatenate", "stack", "ediff1d"])
+def test_a_cast_numpy_refuses_is_refused(fn):
+    """complex to real under casting="same_kind": numpy raises, so ad does (never drops Im z)."""
+    z = _z(3)
+    with pytest.raises(TypeError):
+        fn(z)
+    with pytest.raises(TypeError):
+        ad.vjp(fn, z)
+
+
 def test_a_real_operand_of_a_complex_contraction_gets_the_real_part():
     A, z = RNG.standard_normal((3, 4)), _z(4)
     w = _z(3)

@@ -61,7 +61,11 @@ def _ediff1d(ary, to_end=None, to_begin=None):
     d = ary[1:] - ary[:-1]
     if to_begin is None and to_end is None:
         return d
-    ends = [np.ravel(as_array(e)).astype(ary.dtype) if e is not None else None for e in (to_begin, to_end)]
+    ends = [None if e is None else np.ravel(as_array(e)) for e in (to_begin, to_end)]
+    if any(e is not None and not np.can_cast(e.dtype, ary.dtype, "same_kind") for e in ends):
+        raise TypeError("dtype of `to_begin`/`to_end` must be compatible with input `ary` under the "
+                        "`same_kind` rule (numpy's refusal: a complex end of a real ary)")
+    ends = [None if e is None else e.astype(ary.dtype) for e in ends]
     return np.concatenate([p for p in (ends[0], d, ends[1]) if p is not None])
 
 

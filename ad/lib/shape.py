@@ -87,7 +87,12 @@ def _concat(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     if axis is None:
         arrays, axis = [np.ravel(a) for a in arrays], 0
     if dtype is not None:
-        arrays = [np.asarray(a).astype(dtype) if not hasattr(a, "astype") else a.astype(dtype) for a in arrays]
+        arrays = [np.asarray(a) if not hasattr(a, "astype") else a for a in arrays]
+        for a in arrays:      # numpy's check: complex to real is refused under same_kind
+            if not np.can_cast(a.dtype, dtype, casting):
+                raise TypeError(f"Cannot cast array data from {a.dtype!r} to {np.dtype(dtype)!r} "
+                                f"according to the rule {casting!r}")
+        arrays = [a.astype(dtype) for a in arrays]
     return concatenate_p.bind(*arrays, axis=int(axis) % np.ndim(arrays[0]))
 
 
