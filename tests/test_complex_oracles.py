@@ -136,6 +136,7 @@ AUTOGRAD_CALLS = {
     # autograd's real FFT VJPs scale for norm=None only: numpy's "backward" spelled as None
     "rfftn": lambda ops, p: anp.fft.rfftn(ops[0], s=p["s"], axes=p["axes"], norm=_none_for_backward(p["norm"])),
     "irfftn": lambda ops, p: anp.fft.irfftn(ops[0], s=p["s"], axes=p["axes"], norm=_none_for_backward(p["norm"])),
+    "sigmoid": lambda ops, p: 1 / (1 + anp.exp(-ops[0])),     # ad.nn.sigmoid: no numpy function
 }
 
 # primitive -> why autograd cannot be its oracle; a (predicate of the sample's params, reason)
@@ -233,6 +234,7 @@ TORCH_CALLS = {
                                                                                  norm=p["norm"]),
     "rfftn": lambda ops, p: torch.fft.rfftn(ops[0], s=p["s"], dim=p["axes"], norm=p["norm"]),
     "irfftn": lambda ops, p: torch.fft.irfftn(ops[0], s=p["s"], dim=p["axes"], norm=p["norm"]),
+    "sigmoid": lambda ops, p: torch.sigmoid(ops[0]),
 }
 
 # primitive -> why torch cannot be its oracle
