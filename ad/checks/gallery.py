@@ -59,6 +59,13 @@ def _x(shape=(4,), dtype=np.float64, seed=0):
     return lambda: (np.random.default_rng(seed).uniform(-1.5, 1.5, shape).astype(dtype),)
 
 
+def _z(shape=(4,), dtype=np.complex128, seed=0):
+    def draw():
+        rng = np.random.default_rng(seed)
+        return ((rng.uniform(-1.5, 1.5, shape) + 1j * rng.uniform(-1.5, 1.5, shape)).astype(dtype),)
+    return draw
+
+
 # -- the primitives the wrong rules are for --------------------------------------------------------
 # They are in ad's registry only while an entry runs: tools that list registered primitives
 # (coverage tables, ONNX lowerings) never see them.
@@ -66,9 +73,9 @@ def _x(shape=(4,), dtype=np.float64, seed=0):
 _PRIMITIVES: list = []
 
 
-def _primitive(name):
+def _primitive(name, complex_rule=False):
     def make(f):
-        wrapper = primitive(name=f"gallery.{name}")(f)
+        wrapper = primitive(name=f"gallery.{name}", complex_rule=complex_rule)(f)
         _PRIMITIVES.append(wrapper.primitive)
         return wrapper
     return make
@@ -301,6 +308,72 @@ def _nan_at_zero(x):
     return y, lambda dy: (dy * x / y,)                 # 0/0 at x = 0 (a finite input)
 
 
+# -- complex numbers: the convention is g = dL/dx - i dL/dy, holomorphic f pulls back g * f'(z) --
+
+@_primitive("abs", complex_rule=True)
+def cabs(z):
+    return np.abs(z)
+
+
+def _abs_without_conj(z):
+    y = cabs(z)
+    return y, lambda dy: (dy * z / y,)                 # g * conj(z) / |z|: the conj is forgotten
+
+
+@_primitive("conj", complex_rule=True)
+def conj(z):
+    return np.conj(z)
+
+
+def _conj_without_conj(z):
+    return conj(z), lambda dy: (dy,)                   # conj's pullback is conj(dy)
+
+
+@_primitive("exp", complex_rule=True)
+def cexp(z):
+    return np.exp(z)
+
+
+def _cexp_rule(z):
+    y = cexp(z)
+    return y, lambda dy: (dy * y,)                     # the right rule: g * f'(z)
+
+
+def _pytorch_convention(z):
+    y = cexp(z)
+    return y, lambda dy: (dy * np.conj(y),)            # g * conj(f'(z)): PyTorch's formula
+
+
+def _conjugated_cotangent(z):
+    y = cexp(z)
+    return y, lambda dy: (np.conj(dy) * y,)
+
+
+def _drops_imaginary_part(z):
+    y = cexp(z)
+    return y, lambda dy: (np.real(dy) * y,)           # only the real part of the cotangent
+
+
+def _real_cotangent(z):
+    y = cexp(z)
+    return y, lambda dy: (np.real(dy * y),)           # a real cotangent for a complex operand
+
+
+def _complex64_upcast(z):
+    y = cexp(z)
+    return y, lambda dy: (dy * np.exp(z.astype(np.complex128)),)
+
+
+@_primitive("sin_via_exp")
+def rsin(x):
+    return np.sin(x)
+
+
+def _real_rule_in_complex(x):
+    y = rsin(x)
+    return y, lambda dy: (dy * (np.exp(1j * x) + np.exp(-1j * x)) / 2,)   # cos x, computed in complex
+
+
 _ENTRIES = [
     WrongRule("not a primitive", "a rule written for a function that is not a primitive: the call "
               "records its parts, so the rule never fires", "registration.call", softplus, _softplus_rule,
@@ -357,6 +430,30 @@ _ENTRIES = [
               _wrong_sign, _x(), program=lambda x: np.sum(np.exp(np.sin(x)) * x)),
     WrongRule("opaque fallback", "a rule that cannot be lifted runs as a closure", "program.fallbacks", np.sin,
               _unliftable, _x(), program=lambda x: np.sum(np.sin(x)), expect="warn"),
+    WrongRule("forgotten conj in abs", "abs's pullback written g * z / |z| (ad's is g * conj(z) / |z|)",
+              "fd.dot_product", cabs, _abs_without_conj, _z()),
+    WrongRule("forgotten conj in conj", "conj's pullback written g (it is conj(g)): complex-linear for a "
+              "function that is not holomorphic", "complex.holomorphic", conj, _conj_without_conj, _z()),
+    WrongRule("PyTorch's convention", "a holomorphic pullback conjugated: g * conj(f'(z)) for g * f'(z)",
+              "fd.dot_product", cexp, _pytorch_convention, _z()),
+    WrongRule("conjugated cotangent", "a holomorphic pullback that conjugates its cotangent: conj(g) * f'(z)",
+              "complex.holomorphic", cexp, _conjugated_cotangent, _z()),
+    WrongRule("dropped imaginary part", "a holomorphic pullback that keeps only the real part of its cotangent",
+              "complex.holomorphic", cexp, _drops_imaginary_part, _z()),
+    WrongRule("real cotangent for a complex input", "the pullback returns Re(g * f'(z)) for a complex operand",
+              "fd.dot_product", cexp, _real_cotangent, _z()),
+    WrongRule("complex64 upcast", "the pullback computes in complex128 for complex64 values", "cotangent.dtype",
+              cexp, _complex64_upcast, _z(dtype=np.complex64)),
+    WrongRule("complex cotangent from a real rule", "a rule for real numbers computes cos x as "
+              "(e^{ix} + e^{-ix}) / 2: a complex cotangent for a real operand", "cotangent.dtype", rsin,
+              _real_rule_in_complex, _x()),
+    WrongRule("real to complex in a program", "a real rule's pullback computes in complex", "program.dtype_flow",
+              rsin, _real_rule_in_complex, _x(), program=lambda x: np.sum(rsin(x))),
+    WrongRule("complex64 upcast in a program", "a pullback promotes complex64 to complex128", "program.dtype_flow",
+              cexp, _complex64_upcast, _z(dtype=np.complex64), program=lambda z: np.sum(np.real(cexp(z)))),
+    WrongRule("complex-linear backward of a program that is not holomorphic", "conj's pullback written g, in "
+              "conj(exp(z))", "program.holomorphic", conj, _conj_without_conj, _z(),
+              program=lambda z: conj(cexp(z)), also=((cexp, _cexp_rule),)),
 ]
 
 GALLERY: dict[str, WrongRule] = {e.name: e for e in _ENTRIES}

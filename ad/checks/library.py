@@ -1,8 +1,10 @@
 """Check the whole rule library: every registered primitive that declares samples (``ad.lib``,
 ``ad.nn`` once imported, anything else loaded) at its ``prim.samples``: several shapes, float64
-and float32, and explicit kink points. The registry is read at call time, so primitives
-registered after ``ad.lib`` (``ad.nn``'s) are checked too; the opaque fallback pair and users'
-own primitives declare no samples."""
+and float32, and explicit kink points; a primitive declaring ``complex_rule`` also at complex128
+(every shape set), complex64 and mixed operands (the first float operand complex, the others
+real; at the last shape set). The registry is read at call time, so primitives registered after
+``ad.lib`` (``ad.nn``'s) are checked too; the opaque fallback pair and users' own primitives
+declare no samples."""
 from __future__ import annotations
 
 from typing import Callable
@@ -10,7 +12,7 @@ from typing import Callable
 import numpy as np
 
 from ..primitives import REGISTRY, Primitive
-from ..samples import Sample, caller, operands
+from ..samples import C64, C128, F64, Sample, caller, draw, operands, traced
 from .report import RuleReport
 from .rule import check_rule
 
@@ -30,6 +32,35 @@ def cases(prim: Primitive, sample: Sample, rng: np.random.Generator):
             yield f"{prim.name}{params} {shape_set} {dtype.name}", call, operands(sample, rng, shape_set, dtype)
     for k, point in enumerate(sample.kinks):
         yield f"{prim.name}{params} kink {k}", call, [np.array(p) if np.ndim(p) else p for p in point]
+    floats = [k for k, i in enumerate(traced(sample.inputs)) if i.kind == "float" and i.value is None]
+    if not (prim.complex_rule and floats):
+        return
+    last = sample.shapes[-1]
+    complex_cases = [(f"{shape_set} complex128", operands(sample, rng, shape_set, C128)) for shape_set in sample.shapes]
+    complex_cases.append((f"{last} complex64", operands(sample, rng, last, C64)))
+    if len(floats) > 1:
+        complex_cases.append((f"{last} mixed", _mixed(sample, rng, last, floats[0])))
+    for label, ops in complex_cases:
+        if _numpy_accepts(call, ops):
+            yield f"{prim.name}{params} {label}", call, ops
+
+
+def _numpy_accepts(call, ops) -> bool:
+    """Does numpy compute the call at these complex operands? (rfftn's numpy refuses complex
+    input: its complex rule is for the complex output of a real input.)"""
+    try:
+        with np.errstate(all="ignore"):
+            call(*ops)
+    except TypeError:
+        return False
+    return True
+
+
+def _mixed(sample: Sample, rng: np.random.Generator, shape_set: str, first: int) -> list:
+    """Operands with the float operand ``first`` complex and the others real."""
+    zs, xs = draw(sample.inputs, rng, shape_set, C128), draw(sample.inputs, rng, shape_set, F64)
+    mixed = [z if k == first else x for k, (z, x) in enumerate(zip(zs, xs))]
+    return list(sample.derive(*mixed)) if sample.derive is not None else mixed
 
 
 def library_cases(names=None, *, seed: int = 0) -> list[tuple[str, Callable, list]]:

@@ -61,8 +61,13 @@ def _dot_product(p: ProgramRecord) -> Verdict:
 @check("program.holomorphic")
 def _holomorphic(p: ProgramRecord) -> Verdict:
     fn, pullback, domains, dtypes = _as_function(p)
-    return holomorphy(fn, pullback, p.values, p.wrt, domains=domains, rng=p.rng("program.holomorphic"),
-                      rtol=fd_rtol(dtypes), exact=exact_rtol(dtypes), asserted=p.opts.holomorphic, what="input")
+    v = holomorphy(fn, pullback, p.values, p.wrt, domains=domains, rng=p.rng("program.holomorphic"),
+                   rtol=fd_rtol(dtypes), exact=exact_rtol(dtypes), asserted=p.opts.holomorphic, what="input")
+    if v.status == "fail":      # the equation to look at: the culprit, if the rule checks found one
+        v.equation, v.source = (p.culprit.equation, p.culprit.source) if p.culprit else (None, p.source)
+        if p.culprit:
+            v.message += f"; culprit: {p.culprit.equation}"
+    return v
 
 
 def _closure_raised(p: ProgramRecord) -> Verdict:
