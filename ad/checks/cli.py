@@ -5,6 +5,7 @@
     ad-check --gallery                         the wrong rules of ad.checks.gallery, each caught
     ad-check mypkg.model:loss --randn 3,4 4    a program at random standard-normal arguments
     ad-check path/to/file.py:f --example path/to/file.py:make_args --rule
+    ad-check mypkg.model:f --randn 3 --complex --holomorphic    complex arguments, f asserted holomorphic
 
 Exit status: 0 when every check passes, 1 when one fails, 2 for usage errors.
 """
@@ -85,6 +86,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--directions", type=int, default=2)
     p.add_argument("--second-order", action="store_true")
+    p.add_argument("--complex", action="store_true", help="with --randn: complex128 arguments (standard-normal "
+                   "real and imaginary parts)")
+    p.add_argument("--holomorphic", action="store_true", help="assert the function is holomorphic in its "
+                   "complex arguments (complex.holomorphic, program.holomorphic)")
     p.add_argument("--json", metavar="FILE", help="also write every report as JSON")
     p.add_argument("--verbose", action="store_true", help="print every report, not only the failing ones")
     return p
@@ -95,6 +100,8 @@ def main(argv=None) -> int:
     options = {"seed": args.seed, "profile": args.profile, "directions": args.directions}
     if args.second_order:
         options["second_order"] = True
+    if args.holomorphic:
+        options["holomorphic"] = True
     start = time.perf_counter()
     try:
         reports, failed = _run(args, options)
@@ -133,7 +140,8 @@ def _program(args, options):
         call_args = call_args if isinstance(call_args, tuple) else (call_args,)
     elif args.randn:
         rng = np.random.default_rng(args.seed)
-        call_args = tuple(rng.standard_normal(_shape(s)) for s in args.randn)
+        call_args = tuple(rng.standard_normal(_shape(s)) + (1j * rng.standard_normal(_shape(s)) if args.complex else 0)
+                          for s in args.randn)
     else:
         raise ValueError("give the arguments: --randn SHAPE ... or --example MODULE:FACTORY")
     progress = Progress()

@@ -24,6 +24,9 @@ MODULE = textwrap.dedent("""
 
     def uses_double(x):
         return np.sum(double(x))
+
+    def real_times_imag(z):
+        return np.sum(np.real(z) * np.imag(z))
 """)
 
 
@@ -57,6 +60,21 @@ def test_a_wrong_rule_exits_one(tmp_path, capsys):
     assert main([f"{path}:uses_double", "--randn", "4"]) == 1
     assert "culprit" in capsys.readouterr().out
     assert main([f"{path}:double", "--randn", "4", "--rule", "--profile", "interface"]) == 0
+
+
+def test_complex_arguments(tmp_path, capsys):
+    path = _module(tmp_path)
+    assert main([f"{path}:real_times_imag", "--randn", "4", "--complex", "--json", str(tmp_path / "c.json")]) == 0
+    report = json.loads((tmp_path / "c.json").read_text())[0]
+    assert report["ok"] and {c["name"]: c["status"] for c in report["checks"]}["program.dot_product"] == "pass"
+    # a real-valued function of a complex variable is not holomorphic
+    assert main([f"{path}:real_times_imag", "--randn", "4", "--complex", "--holomorphic"]) == 1
+    assert "asserted holomorphic" in capsys.readouterr().out
+
+
+def test_complex_gallery_entries_are_caught(capsys):
+    assert main(["--gallery", "--only", "forgotten conj in conj", "PyTorch's convention"]) == 0
+    assert "2 of 2 wrong rule(s) caught" in capsys.readouterr().out
 
 
 def test_usage_errors_exit_two(tmp_path, capsys):
