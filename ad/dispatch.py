@@ -9,9 +9,13 @@ Three tables, filled by the modules of ``ad.lib`` next to the primitives they us
 A numpy function missing from ``FUNCTIONS`` runs numpy's own Python implementation on the tracers
 when it has one (it often calls supported functions); if that implementation coerces a tracer, the
 error says the function has no rule.
+
+scipy.special's functions are ufuncs too: the first one to reach a tracer loads their rules
+(``ad.scipy.special``, which imports scipy.special, too slow to import with ``ad``).
 """
 from __future__ import annotations
 
+import sys
 from typing import Callable
 
 import numpy as np
@@ -24,6 +28,10 @@ from .trace_state import Traced
 UFUNCS: dict[np.ufunc, Primitive] = {}
 UFUNC_METHODS: dict[tuple[np.ufunc, str], Callable] = {}
 FUNCTIONS: dict[Callable, Callable] = {}
+# ufuncs known to have no rule, and why (ad.scipy.special fills it); errors name ufuncs that are
+# not numpy's by UFUNC_NAMES when their own name is not their public one
+UNSUPPORTED_UFUNCS: dict[np.ufunc, str] = {}
+UFUNC_NAMES: dict[np.ufunc, str] = {}
 
 
 def implements(*funcs):
@@ -36,9 +44,25 @@ def implements(*funcs):
 
 
 def _fname(f) -> str:
+    """How errors name a numpy or scipy function: ``np.linalg.inv``, ``scipy.special.gammaln``."""
+    if isinstance(f, np.ufunc):
+        return _ufunc_name(f)
     mod = getattr(f, "__module__", None) or "numpy"
     mod = mod.replace("numpy.linalg._linalg", "numpy.linalg").replace("numpy._core", "numpy")
     return f"{'np' + mod[5:] if mod.startswith('numpy') else mod}.{getattr(f, '__name__', f)}"
+
+
+def _ufunc_name(uf: np.ufunc) -> str:
+    """ufuncs have no ``__module__``: look for them in numpy's and scipy.special's namespaces."""
+    name = uf.__name__
+    if getattr(np, name, None) is uf:
+        return f"np.{name}"
+    if uf in UFUNC_NAMES:
+        return UFUNC_NAMES[uf]
+    special = sys.modules.get("scipy.special")
+    if special is not None and getattr(special, name, None) is uf:
+        return f"scipy.special.{name}"
+    return f"the ufunc {name}"
 
 
 def unsupported(what: str, hint: str = "") -> UnsupportedFunctionError:
@@ -57,37 +81,47 @@ def ufunc(uf: np.ufunc, method: str, inputs, kwargs):
     out = kwargs.pop("out", None)
     dtype = kwargs.pop("dtype", None)
     where = kwargs.pop("where", True)
+    name = _fname(uf)
     if method == "__call__" and where is not True:
-        raise unsupported(f"np.{uf.__name__}(..., where=...)", "Use np.where(cond, np.{0}(...), other) "
-                           "instead.".format(uf.__name__))
+        raise unsupported(f"{name}(..., where=...)", f"Use np.where(cond, {name}(...), other) instead.")
     for ignored in ("casting", "order", "subok"):
         kwargs.pop(ignored, None)
     if method == "__call__":
         if kwargs:
-            raise unsupported(f"np.{uf.__name__} with keyword arguments {sorted(kwargs)}")
-        prim = UFUNCS.get(uf)
+            raise unsupported(f"{name} with keyword arguments {sorted(kwargs)}")
+        prim = UFUNCS.get(uf) or _scipy_rule(uf)
         if prim is None:
-            raise unsupported(f"np.{uf.__name__}")
+            reason = UNSUPPORTED_UFUNCS.get(uf)
+            raise unsupported(name, f"{reason[0].upper()}{reason[1:]}." if reason else "")
         if dtype is not None:
             inputs = [astype(x, dtype) for x in inputs]
         result = prim.bind(*inputs)
     else:
         handler = UFUNC_METHODS.get((uf, method))
         if handler is None:
-            raise unsupported(f"np.{uf.__name__}.{method}")
+            raise unsupported(f"{name}.{method}")
         if where is not True:     # the reductions take it (np.add.reduce(a, where=m))
             kwargs["where"] = where
         if method == "at":
             target = inputs[0]
             if not isinstance(target, Traced):
-                raise MutationError(f"np.{uf.__name__}.at writes traced values into a plain ndarray; "
+                raise MutationError(f"{name}.at writes traced values into a plain ndarray; "
                                     "create the target with np.zeros(shape, like=x) instead")
             target._assign(handler(*inputs, **kwargs))
             return None
         result = handler(*inputs, dtype=dtype, **kwargs) if dtype is not None else handler(*inputs, **kwargs)
     if out is not None:
-        return write_out(out, result, f"np.{uf.__name__}")
+        return write_out(out, result, name)
     return result
+
+
+def _scipy_rule(uf: np.ufunc):
+    """The primitive of a scipy.special ufunc, loading their rules the first time one is met
+    (scipy.special is imported by then: the ufunc came from it)."""
+    if "scipy.special" not in sys.modules or getattr(np, uf.__name__, None) is uf:
+        return None
+    from .scipy import special  # noqa: F401  (fills UFUNCS; see tests/test_architecture.py)
+    return UFUNCS.get(uf)
 
 
 def write_out(out, result, what: str):

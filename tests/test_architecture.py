@@ -15,9 +15,12 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGES = ("ad", "tapeviz")
 
 # Modules that may be imported inside a function, and why: each needs an optional dependency
-# that importing its parent must not require.
+# that importing its parent must not require, or a dependency too slow to import with it.
 OPTIONAL = {
     "ad.onnx": "needs the onnx package (the `onnx` extra)",
+    "ad.scipy.special": "imports scipy.special (~0.2 s, as much as `import ad`): ad.dispatch loads "
+                        "it when the first scipy.special ufunc reaches a tracer",
+    "ad.scipy": "the package of ad.scipy.special, loaded with it (it imports nothing itself)",
     "tapeviz.debugger": "needs ipywidgets (the widget is imported when first used)",
     "tapeviz.debugger.widget": "needs ipywidgets (the widget is imported when first used)",
 }
@@ -120,7 +123,7 @@ LAYERS = {
     "rule writing": ("ad.rrule",),
     "machinery primitives": ("ad.core_prims",),
     "tracing": ("ad.dispatch", "ad.tracer"),
-    "rule library": ("ad.lib.", "ad.nn."),
+    "rule library": ("ad.lib.", "ad.nn.", "ad.scipy."),
     "transformations": ("ad.lift", "ad.backward", "ad.closure", "ad.passes", "ad.codegen",
                         "ad.cache", "ad.api"),
     "consumers": ("ad.serialize", "ad.onnx", "ad.checks", "ad.examples", "ad.nn.examples"),
