@@ -9,6 +9,7 @@ from typing import Callable
 import numpy as np
 
 import ad.nn  # noqa: F401  (its primitives join the registry)
+import ad.scipy.special  # noqa: F401  (scipy.special's, loaded lazily by ad itself)
 from ad.primitives import REGISTRY, Primitive
 from ad.samples import F64, Sample, caller, draw, traced
 from specs import COMPOSITIONS as BASIC
@@ -62,7 +63,8 @@ def weights(y, rng: np.random.Generator, dtype=np.float64) -> list:
 
 
 def weighted(fn, ws):
-    """A scalar function of a case's inputs: the sum of <output, w> over its outputs."""
+    """A real scalar function of a case's inputs: the sum of Re <output, w> over its outputs
+    (complex outputs of real inputs: fft's)."""
     def loss(*xs):
-        return sum(np.sum(leaf * w) for leaf, w in zip(leaves(fn(*xs)), ws))
+        return sum(np.sum(np.real(leaf * w)) for leaf, w in zip(leaves(fn(*xs)), ws))
     return loss
