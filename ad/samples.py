@@ -6,8 +6,9 @@ describes one operand: its shape (a key into a shape set of ``SHAPES``, or a lit
 the range [lo, hi) its values are drawn from, its mathematical ``domain`` (finite differences
 never step outside it), the kink points it keeps ``GAP`` away from (``avoid``), whether its
 values stay ``GAP`` apart (ties are kinks of max, sort, ...) and a matrix ``structure``
-(well-conditioned, positive definite, separated spectrum...). ``kind`` "int"/"bool" draws
-non-differentiable operands; "literal" bakes ``value`` into the call (a constant operand).
+(well-conditioned, positive definite, separated spectrum...), and whether it stays ``real`` at
+complex dtypes. ``kind`` "int"/"bool" draws non-differentiable operands; "literal" bakes
+``value`` into the call (a constant operand).
 
 Imports numpy only: it sits below the primitives that use it.
 """
@@ -38,6 +39,7 @@ class In:
     apart: bool = False
     structure: str | None = None
     domain: tuple | None = None
+    real: bool = False          # stays real at complex dtypes (numpy takes only real: rfft's input)
 
 
 @dataclass(frozen=True)
@@ -157,7 +159,9 @@ def _draw_one(inp: In, shape, dtype, rng):
     if inp.kind == "int":
         return rng.integers(int(inp.lo), int(inp.hi), size=shape)
     x = _spread_apart(inp, shape, rng) if inp.apart else rng.uniform(inp.lo, inp.hi, size=shape)
-    if dtype.kind == "c":     # the real part where a real draw lies (its domain), a small imaginary one
+    if dtype.kind == "c" and inp.real:
+        dtype = np.finfo(dtype).dtype     # complex64 -> float32
+    elif dtype.kind == "c":   # the real part where a real draw lies (its domain), a small imaginary one
         x = x + 1j * rng.uniform(-IMAG, IMAG, size=shape)
     if inp.structure is not None:
         x = STRUCTURES[inp.structure](x)
@@ -185,8 +189,8 @@ def _gap(inputs, xs) -> float:
 
 def draw(inputs, rng: np.random.Generator, shape_set: str = "matrix", dtype=F64) -> list:
     """Random values for the non-literal ``inputs``, inside their ranges and ``GAP`` away from
-    their kinks and ties. A complex ``dtype`` makes every float operand complex: its real part
-    drawn as a real one, its imaginary part in [-IMAG, IMAG)."""
+    their kinks and ties. A complex ``dtype`` makes every float operand complex (but the ``real``
+    ones): its real part drawn as a real one, its imaginary part in [-IMAG, IMAG)."""
     todo = traced(inputs)
     dtype = np.dtype(dtype)
     for _ in range(1000):

@@ -1,10 +1,12 @@
-"""Every docstring example in ``ad`` runs (a claim in a docstring is a test). The checker's and
-the serializer's examples run in tests/check and tests/serialize, tapeviz's in tests/tapeviz."""
+"""Every docstring example in ``ad`` runs (a claim in a docstring is a test), and every example of
+the pages in docs/. The checker's and the serializer's examples run in tests/check and
+tests/serialize, tapeviz's in tests/tapeviz."""
 from __future__ import annotations
 
 import doctest
 import importlib
 import pkgutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -28,12 +30,21 @@ def _examples():
                 yield pytest.param(test, id=test.name)
 
 
-EXAMPLES = list(_examples())
+def _pages():
+    parser = doctest.DocTestParser()
+    for page in sorted((Path(__file__).parents[1] / "docs").glob("*.md")):
+        test = parser.get_doctest(page.read_text(), {"np": np, "ad": ad}, f"docs/{page.name}", str(page), 0)
+        if test.examples:
+            yield pytest.param(test, id=test.name)
+
+
+EXAMPLES = list(_examples()) + list(_pages())
 
 
 def test_the_public_api_has_examples():
     names = {t.values[0].name for t in EXAMPLES}
-    for fn in ("ad.api.trace", "ad.api.grad", "ad.api.vjp", "ad.rrule.rrule", "ad.backward.backpropagate"):
+    for fn in ("ad.api.trace", "ad.api.grad", "ad.api.vjp", "ad.rrule.rrule", "ad.backward.backpropagate",
+               "docs/complex.md"):
         assert fn in names, f"{fn} lost its docstring example"
 
 

@@ -100,9 +100,10 @@ def _fftn_spelling(args, params) -> str:
     return f"np.fft.{name}({args[0]}, s={params['s']}, axes={params['axes']}, norm={params['norm']!r})"
 
 
-def _samples(*calls):
-    """One sample per (input shape, params): literal shapes, since s and axes depend on them."""
-    return tuple(Sample((In(shape),), params, MATRIX) for shape, params in calls)
+def _samples(*calls, real: bool = False):
+    """One sample per (input shape, params): literal shapes, since s and axes depend on them;
+    ``real``: the input stays real at complex dtypes (rfftn's)."""
+    return tuple(Sample((In(shape, real=real),), params, MATRIX) for shape, params in calls)
 
 
 fftn_p = Primitive(
@@ -120,7 +121,7 @@ rfftn_p = Primitive(
     samples=_samples(((5,), dict(s=(5,), axes=(0,), norm="backward")),
                      ((3, 4), dict(s=(3, 4), axes=(0, 1), norm="ortho")),
                      ((3, 4), dict(s=(4, 6), axes=(0, 1), norm="forward")),
-                     ((3, 5), dict(s=(4,), axes=(1,), norm="backward"))))
+                     ((3, 5), dict(s=(4,), axes=(1,), norm="backward")), real=True))
 irfftn_p = Primitive(
     "irfftn", lambda a, s, axes, norm: np.fft.irfftn(a, s=s, axes=axes, norm=norm),
     params=("s", "axes", "norm"), function=np.fft.irfftn, linear_in=(0,), complex_rule=True,
