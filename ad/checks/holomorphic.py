@@ -23,7 +23,7 @@ from .derivatives import _impl, _merge, _rule_pullback, _with_cotangent
 from .fd import as64, directional_derivative, random_like, refined
 from .settings import exact_rtol, fd_rtol
 
-UNDECIDED = 1e3          # Cauchy-Riemann residuals between 1 and UNDECIDED tolerances decide nothing
+UNDECIDED = 10           # Cauchy-Riemann residuals between 1 and UNDECIDED tolerances decide nothing
 
 
 def _as_complex(flat, y0) -> np.ndarray:
