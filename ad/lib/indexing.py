@@ -35,7 +35,7 @@ def _take_along_axis(arr, indices, axis=-1):
         return np.ravel(arr)[indices]
     n = np.ndim(arr)
     axis = int(axis) % n
-    shape = np.shape(indices)
+    shape = np.shape(arr)      # numpy's: the other axes of indices broadcast against arr's
     index = tuple(indices if i == axis else
                   np.arange(shape[i]).reshape(tuple(-1 if j == i else 1 for j in range(n)))
                   for i in range(n))
