@@ -254,6 +254,14 @@ def test_malformed_complex_arrays_are_refused(data, message):
         loads(table_entry({"dtype": "complex128", "shape": [3], "data": data + [[0, 1]]}))
 
 
+def test_a_complex_literal_declared_real_is_refused():
+    with pytest.raises(TapeFormatError, match=r"a complex literal declared f64\[\]"):
+        loads(doc_with('{"complex": [2.0, 1.0]}, "aval": ["float64", []]'))
+    entry = json.loads(dumps(literal_tape(np.array([1 + 2j, 3j, 1]))))["literals"][0]
+    with pytest.raises(TapeFormatError, match=r"literals\[0\].aval: a complex literal declared f64\[3\]"):
+        loads(table_entry({**entry, "aval": ["float64", [3]]}))
+
+
 def test_a_complex_payload_is_data_never_code():
     text = doc_with('{"complex": ["__import__(\'os\').system(\'false\')", 0]}')
     with pytest.raises(TapeFormatError, match="expected a number"):

@@ -285,7 +285,7 @@ def dec_lit_entry(obj, where: str, max_elements: int) -> Lit:
         raise TapeFormatError(f"{where}.scalar: true, for a literal of shape []")
     value = a[()] if "scalar" in obj else a
     aval = dec_aval(obj["aval"], f"{where}.aval", max_elements) if "aval" in obj else Aval.of(value)
-    return Lit(value, aval)
+    return _lit(value, aval, where)
 
 
 def dec_lit_operand(obj, where: str, max_elements: int) -> Lit:
@@ -295,4 +295,12 @@ def dec_lit_operand(obj, where: str, max_elements: int) -> Lit:
     if not isinstance(value, (bool, int, float, complex, np.generic)):
         raise TapeFormatError(f"{where}: a literal operand must be a number, got {value!r:.40}")
     aval = dec_aval(obj["aval"], f"{where}.aval", max_elements) if "aval" in obj else Aval.of(value)
+    return _lit(value, aval, where)
+
+
+def _lit(value, aval: Aval, where: str) -> Lit:
+    """A literal whose declared aval can hold its value's kind (a complex number declared real
+    would lose its imaginary part wherever the aval is believed)."""
+    if Aval.of(value).dtype.kind == "c" and aval.dtype.kind != "c":
+        raise TapeFormatError(f"{where}.aval: a complex literal declared {aval}")
     return Lit(value, aval)
