@@ -194,3 +194,19 @@ def test_the_library_check_runs_complex_samples(prims):
     assert not problems, "\n".join(problems)
     mixed = next(r for r in reports if r.title.endswith("test.cmul matrix mixed"))
     assert mixed["cotangent.dtype"].numbers["operands"] == ["complex128", "float64"]
+
+
+def test_a_complex_operand_declared_no_tangent_is_caught(prims):
+    mul = prims["mul"]
+
+    def drops(a, b):
+        return mul.bind(a, b), lambda dy: (dy * b, ad.NoTangent())
+    result = check_rule(mul, Z, W, rule=drops)["cotangent.no_tangent"]
+    assert result.status == "fail" and result.numbers["operands"] == [1]
+
+
+def test_output_rows_of_a_complex_jacobian_name_their_part():
+    from ad.checks.derivatives import _output_coordinate
+    y0 = [np.ones(2), Z]                     # rows: 2 real, then 3 real parts, then 3 imaginary parts
+    assert [_output_coordinate(r, y0) for r in (1, 2, 4, 5, 7)] == [
+        (1, None), (2, "real"), (4, "real"), (2, "imag"), (4, "imag")]
