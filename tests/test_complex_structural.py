@@ -275,6 +275,13 @@ ORACLE = {   # name: (ad's function, autograd's, operand shapes)
                        ((3, 4), (3, 2))),
     "np.roll": (lambda x: np.roll(x, 2, axis=1), lambda x: anp.roll(x, 2, axis=1), ((3, 4),)),
     "np.diff": (lambda x: np.diff(x, axis=0), lambda x: anp.diff(x, axis=0), ((3, 4),)),
+    "matmul batched": (np.matmul, anp.matmul, ((2, 3, 4), (4, 2))),
+    "np.pad": (lambda x: np.pad(x, ((1, 0), (0, 2))), lambda x: anp.pad(x, ((1, 0), (0, 2)), "constant"), ((3, 4),)),
+    "np.tile": (lambda x: np.tile(x, (2, 1)), lambda x: anp.tile(x, (2, 1)), ((3, 4),)),
+    "np.repeat": (lambda x: np.repeat(x, 2, axis=0), lambda x: anp.repeat(x, 2, axis=0), ((3, 4),)),
+    "np.triu": (np.triu, anp.triu, ((3, 4),)),
+    "np.stack": (lambda a, b: np.stack([a, b], axis=1), lambda a, b: anp.stack([a, b], axis=1), ((3, 4), (3, 4))),
+    "np.sort": (np.sort, anp.sort, ((5,),)),     # lexicographic: by real part (they are distinct)
 }
 
 
