@@ -1,6 +1,7 @@
 """The rest of np.linalg, written with the primitives of ``linalg.py`` and the core library, in
 the order numpy computes them (so values agree to rounding): norms, cond, matrix_rank,
-matrix_power, multi_dot, lstsq, tensorinv/tensorsolve, and numpy 2's array-API names."""
+matrix_power, multi_dot, lstsq, tensorinv/tensorsolve, and numpy 2's array-API names. Complex
+arrays follow numpy too: norms square moduli (``Re(conj(x) x)``), never ``x * x``."""
 from __future__ import annotations
 
 import numpy as np
@@ -16,17 +17,22 @@ def _float(x):
     return x if np.issubdtype(x.dtype, np.inexact) else x.astype(float)
 
 
+def _abs2(x):
+    """|x|^2, as numpy's norms compute it."""
+    return np.real(np.conj(x) * x) if np.iscomplexobj(x) else x * x
+
+
 def _vector_norm(x, ord, axis, keepdims):
     if ord == np.inf:
         return np.max(np.abs(x), axis=axis, keepdims=keepdims)
     if ord == -np.inf:
         return np.min(np.abs(x), axis=axis, keepdims=keepdims)
     if ord == 0:
-        return np.sum((x != 0).astype(x.dtype), axis=axis, keepdims=keepdims)
+        return np.sum((x != 0).astype(np.real(x).dtype), axis=axis, keepdims=keepdims)
     if ord == 1:
         return np.sum(np.abs(x), axis=axis, keepdims=keepdims)
     if ord is None or ord == 2:
-        return np.sqrt(np.sum(x * x, axis=axis, keepdims=keepdims))
+        return np.sqrt(np.sum(_abs2(x), axis=axis, keepdims=keepdims))
     if isinstance(ord, str):
         raise ValueError(f"Invalid norm order '{ord}' for vectors")
     return np.sum(np.abs(x) ** ord, axis=axis, keepdims=keepdims) ** (1.0 / ord)
@@ -50,7 +56,7 @@ def _matrix_norm(x, ord, row, col):
         sums = np.sum(np.abs(x), axis=inner)
         return np.max(sums, axis=outer) if ord > 0 else np.min(sums, axis=outer)
     if ord in (None, "fro", "f"):
-        return np.sqrt(np.sum(x * x, axis=(row, col)))
+        return np.sqrt(np.sum(_abs2(x), axis=(row, col)))
     if ord == "nuc":
         return np.sum(_singular_values(x, row, col), axis=-1)
     raise ValueError("Invalid norm order for matrices.")
@@ -63,7 +69,11 @@ def _norm(x, ord=None, axis=None, keepdims=False):
     if axis is None:
         if ord is None or (ord in ("f", "fro") and nd == 2) or (ord == 2 and nd == 1):
             flat = np.ravel(x)
-            ret = np.sqrt(np.dot(flat, flat))
+            if np.iscomplexobj(flat):
+                re, im = np.real(flat), np.imag(flat)
+                ret = np.sqrt(np.dot(re, re) + np.dot(im, im))
+            else:
+                ret = np.sqrt(np.dot(flat, flat))
             return np.reshape(ret, (1,) * nd) if keepdims else ret
         axis = tuple(range(nd))
     # normalised one by one: a matrix norm's (row, col) order matters
@@ -204,9 +214,9 @@ def _lstsq(a, b, rcond=None):
     rank = np.count_nonzero(s > rcond * np.max(s))
     if m > n:
         r = b2 - a @ x
-        resids = np.where(rank == n, np.sum(r * r, axis=0), np.nan)
+        resids = np.where(rank == n, np.sum(_abs2(r), axis=0), np.nan)
     else:
-        resids = np.zeros((0,), dtype=x.dtype, like=x)
+        resids = np.zeros((0,), dtype=np.real(x).dtype, like=x)
     return (x[:, 0] if np.ndim(b) == 1 else x), resids, rank, s
 
 
