@@ -1,12 +1,12 @@
 """Compositions on complex numbers (issue 14). Every line of the composition tables of
-tests/specs.py and tests/specs_numeric.py runs with its float operands complex ("complex") and
-with only the first one complex ("mixed"): its traced value is numpy's, dtype included (or both
-refuse), and its gradient matches finite differences (the dot-product test with the real pairing
-of ad.checks.fd) with closure = lifted = compiled, or it is refused loudly, naming a primitive
-without a complex rule. The lines of ``WORKS`` must not be refused; ``REFUSED`` says why the
-others are. Then what the samples cannot show: numpy's conjugations (vecdot, vecmat, vdot,
-correlate, cov), casts between real and complex, complex64 kept complex64, and HIPS autograd as
-an oracle for the contractions and statistics."""
+tests/specs.py and tests/specs_numeric.py runs with its float operands complex ("complex"), with
+only the first one complex ("mixed") and only the last one ("mixed last"): its traced value is
+numpy's, dtype included (or both refuse: ``NUMPY_REFUSES``), and its gradient matches finite
+differences (the dot-product test with the real pairing of ad.checks.fd), with closure = lifted =
+compiled and complex64 kept complex64; or ad refuses it loudly, naming what has no complex rule,
+which only the lines of ``REFUSED`` may. Then what the samples cannot show: numpy's conjugations
+(vecdot, vecmat, vdot, correlate, cov), casts between real and complex, and HIPS autograd as an
+oracle for the contractions, shapes and statistics."""
 from __future__ import annotations
 
 import warnings
@@ -104,15 +104,15 @@ def test_complex_value_is_numpys(case, variant):
         np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
 
 
-def _refused(case, fn):
-    """Run ``fn``; a loud refusal is allowed for the lines of REFUSED only."""
+def _refused(case, fn) -> bool:
+    """Runs ``fn``: True if ad refused it loudly, which only the lines of REFUSED may."""
     try:
         fn()
     except ad.UnsupportedFunctionError as exc:
         assert case.name in REFUSED, f"{case.name} refused: {exc}"
         assert REFUSED[case.name] in str(exc)
         return True
-    assert case.name not in REFUSED, f"{case.name} is no longer refused: move it to WORKS"
+    assert case.name not in REFUSED, f"{case.name} is no longer refused: take it off REFUSED"
     return False
 
 
