@@ -28,9 +28,9 @@ def test_a_vjp_can_be_differentiated_with_respect_to_its_cotangent():
 
 
 def test_grad_of_a_complex_valued_function_refuses():
-    with pytest.raises(ad.NonDifferentiableError, match="real float value.*np.real"):
+    with pytest.raises(ad.NonDifferentiableError, match="complex-valued function.*np.real"):
         ad.grad(lambda x: np.exp(x) + 0j)(1.0)
-    with pytest.raises((ad.NonDifferentiableError, ad.UnsupportedFunctionError)):
+    with pytest.raises(ad.NonDifferentiableError, match="complex-valued function"):
         ad.grad(lambda x: x * (1.0 + 0.2j))(1.0)
 
 
