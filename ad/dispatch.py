@@ -59,9 +59,9 @@ def _ufunc_name(uf: np.ufunc) -> str:
         return f"np.{name}"
     if uf in UFUNC_NAMES:
         return UFUNC_NAMES[uf]
-    special = sys.modules.get("scipy.special")
-    if special is not None and getattr(special, name, None) is uf:
-        return f"scipy.special.{name}"
+    for module in ("scipy.special", "scipy.special._ufuncs"):     # (the private ones scipy calls)
+        if getattr(sys.modules.get(module), name, None) is uf:
+            return f"{module}.{name}"
     return f"the ufunc {name}"
 
 

@@ -15,8 +15,8 @@ Operands without a closed-form derivative (a Bessel order ``v``, the shape ``a``
 (``polygamma``'s ``n``) have none. Every ufunc of scipy.special is classified below: a rule,
 not differentiable (piecewise constant), or ``MISSING`` with the reason.
 
-``polygamma``, ``multigammaln``, ``logsumexp``, ``softmax``, ``log_softmax`` are Python
-functions in scipy that convert their arguments to plain arrays (``np.asarray``), which a
+``polygamma``, ``multigammaln``, ``logsumexp``, ``softmax``, ``log_softmax``, ``factorial``,
+``comb``, ``perm`` are Python functions in scipy that convert their arguments to plain arrays (``np.asarray``), which a
 traced value cannot pass; here they have scipy's signatures: ``from ad.scipy.special import
 logsumexp`` is the one change a user makes.
 """
@@ -33,9 +33,9 @@ from ..errors import NonDifferentiableError
 from ..lib.reductions import normalize_axis
 from ..nn.softmax import log_softmax as nn_log_softmax, logsumexp as nn_logsumexp, softmax as nn_softmax
 from ..primitives import Primitive
-from ..rrule import non_differentiable, rrule, scalar_rule
+from ..rrule import non_differentiable, rrule
 from ..samples import BINARY, GAP, F, In, Sample, literal, to_integer
-from ..tangents import Thunk
+from ..tangents import NoTangent, Thunk
 from ..trace_state import Traced
 
 SQRT_PI, SQRT_2PI = math.sqrt(math.pi), math.sqrt(2 * math.pi)   # Python floats keep float32
@@ -71,15 +71,25 @@ def _poles(x):
 
 # -- declarations -----------------------------------------------------------------------------
 
-def refused(what: str):
-    """The partial of an operand whose derivative scipy has no function for: asking for it
-    raises (only when that operand is differentiated)."""
-    def partial(*operands):
+class refused:
+    """The partial of an operand whose derivative scipy has no function for (``what`` names
+    it). Asking for its gradient raises; a constant there (a Python number, an integer) has
+    none to ask for. Its thunk is forced only when the operand is differentiated."""
+
+    def __init__(self, what: str):
+        self.what = what
+
+    def cotangent(self, operand):
+        dtype = getattr(operand, "dtype", None)
+        if dtype is None or not np.issubdtype(dtype, np.inexact):
+            return NoTangent()
+        return Thunk(self.refuse)
+
+    def refuse(self):
         raise NonDifferentiableError(
-            f"the derivative of {what} has no closed form in scipy.special, so ad has no rule "
-            "for it (a zero would be a silently wrong gradient). Keep that operand constant: "
-            "differentiate with respect to the others only.")
-    return partial
+            f"the derivative of {self.what} has no closed form in scipy.special, so ad has no "
+            "rule for it (a zero would be a silently wrong gradient). Keep that operand "
+            "constant: differentiate with respect to the others only.")
 
 
 def _primitive(uf, samples, kink=None, name=None) -> Primitive:
@@ -89,11 +99,24 @@ def _primitive(uf, samples, kink=None, name=None) -> Primitive:
     return prim
 
 
+def elementwise_rule(prim, *partials):
+    """A rule from one partial derivative per operand, ``lambda *xs, y: ...`` (as for
+    ``ad.scalar_rule``), or ``refused(...)``."""
+    def rule(*xs):
+        y = prim.bind(*xs)
+
+        def pullback(dy):
+            return tuple(d.cotangent(x) if isinstance(d, refused) else Thunk(lambda d=d: dy * d(*xs, y))
+                         for d, x in zip(partials, xs))
+        return y, pullback
+    rule.__qualname__ = rule.__name__ = f"{prim.name}_rule"
+    rrule(prim)(rule)
+
+
 def ufunc(uf, samples, *partials, kink=None, name=None) -> Primitive:
-    """A scipy ufunc with one output, its rule from partials (``lambda *xs, y: ...`` as
-    ``ad.scalar_rule`` takes them)."""
+    """A scipy ufunc with one output and its rule (``elementwise_rule``)."""
     prim = _primitive(uf, samples, kink, name)
-    scalar_rule(prim, *partials)
+    elementwise_rule(prim, *partials)
     return prim
 
 
@@ -110,9 +133,9 @@ def ufunc_outputs(uf, samples, derivatives, params: str = "", x: int = -1) -> Pr
 
         def pullback(dys):
             dx = Thunk(lambda: sum(dy * d for dy, d in zip(dys, derivatives(*xs, *ys))))
-            return tuple(dx if i == x else Thunk(refuse) for i in range(uf.nin))
+            return tuple(dx if i == x else refuse.cotangent(xs[i]) for i in range(uf.nin))
         return ys, pullback
-    rule.__qualname__ = rule.__name__ = f"{uf.__name__}_rule"
+    rule.__qualname__ = rule.__name__ = f"{prim.name}_rule"
     rrule(prim)(rule)
     return prim
 
@@ -134,8 +157,8 @@ polygamma_p = Primitive(
     "scipy.special.polygamma", _polygamma, function=sp.polygamma, elementwise=True,
     doc="The n-th derivative of the digamma function (n a non-negative integer).",
     samples=(Sample((In(kind="int", lo=0, hi=4), POS)), Sample((literal(1), POS))))
-scalar_rule(polygamma_p, refused("scipy.special.polygamma(n, x) in its order n (an integer)"),
-            lambda n, x, y: polygamma(n + 1, x))
+elementwise_rule(polygamma_p, refused("scipy.special.polygamma(n, x) in its order n (an integer)"),
+                 lambda n, x, y: polygamma(n + 1, x))
 
 
 def polygamma(n, x):
@@ -162,9 +185,22 @@ ufunc(sp.binom, _binary(In(lo=3.0, hi=5.0), In("y", lo=0.2, hi=2.5)),
       lambda n, k, y: y * (sp.psi(n - k + 1) - sp.psi(k + 1)))
 
 
+def _lgamma(a):
+    """gammaln of a parameter; of a Python number, a Python float (numpy's float64 scalar
+    would make float32 operands float64)."""
+    return math.lgamma(a) if isinstance(a, (int, float)) else sp.gammaln(a)
+
+
+def _like(x, value):
+    """``value`` in the dtype of ``x``: the scipy ufuncs whose double loop comes first compute
+    float32 operands in float64."""
+    dtype = getattr(x, "dtype", np.dtype(np.float64))
+    return value if value.dtype == dtype else value.astype(dtype)
+
+
 def _gamma_density(a, x):
     """d gammainc(a, x) / dx = x^(a-1) e^-x / Gamma(a), in logs (no overflow)."""
-    return np.exp((a - 1) * np.log(x) - x - sp.gammaln(a))
+    return np.exp((a - 1) * np.log(x) - x - _lgamma(a))
 
 
 SHAPE = "scipy.special.{}(a, x) in its shape parameter a"
@@ -178,7 +214,7 @@ ufunc(sp.gammainccinv, _of_x(2.5, x=PROB), refused(SHAPE.format("gammainccinv"))
 
 def _beta_density(a, b, x):
     """d betainc(a, b, x) / dx = x^(a-1) (1-x)^(b-1) / B(a, b), in logs."""
-    return np.exp((a - 1) * np.log(x) + (b - 1) * np.log1p(-x) - sp.betaln(a, b))
+    return np.exp((a - 1) * np.log(x) + (b - 1) * np.log1p(-x) - _lgamma(a) - _lgamma(b) + _lgamma(a + b))
 
 
 BETA_SHAPES = "scipy.special.{}(a, b, x) in its shape parameters a, b"
@@ -297,9 +333,9 @@ ufunc_outputs(sp.iti0k0, _unary(POS), lambda x, i, k: (sp.i0(x), sp.k0(x)))
 ufunc_outputs(sp.itj0y0, _unary(POS), lambda x, j, y: (sp.j0(x), sp.y0(x)))
 ufunc_outputs(sp.it2i0k0, _unary(POS), lambda x, i, k: ((sp.i0(x) - 1) / x, -sp.k0(x) / x))
 ufunc_outputs(sp.it2j0y0, _unary(POS), lambda x, j, y: ((1 - sp.j0(x)) / x, -sp.y0(x) / x))
-ufunc(sp.itstruve0, _unary(POS), lambda x, y: sp.struve(0.0, x))
-ufunc(sp.it2struve0, _unary(POS), lambda x, y: -sp.struve(0.0, x) / x)
-ufunc(sp.itmodstruve0, _unary(POS), lambda x, y: sp.modstruve(0.0, x))
+ufunc(sp.itstruve0, _unary(POS), lambda x, y: _like(x, sp.struve(0.0, x)))
+ufunc(sp.it2struve0, _unary(POS), lambda x, y: -_like(x, sp.struve(0.0, x)) / x)
+ufunc(sp.itmodstruve0, _unary(POS), lambda x, y: _like(x, sp.modstruve(0.0, x)))
 # parabolic cylinder functions: (value, derivative), and Weber's equation for the second one
 PARABOLIC = _of_x(0.5, x=In(lo=-2.0, hi=2.0))
 ufunc_outputs(sp.pbdv, PARABOLIC, lambda v, x, d, dp: (dp, (x * x / 4 - v - 0.5) * d), "its order v")
@@ -333,7 +369,8 @@ not_differentiable(sp.round, _unary(In(avoid=(-1.5, -0.5, 0.5, 1.5))), lambda x:
 ufunc(_ufuncs._zeta, _of_x(2.5, x=In(lo=0.5, hi=3.0, domain=(0.0, None))),
       refused("scipy.special.zeta(x, q) in its exponent x"), lambda x, q, y: -x * sp.zeta(x + 1, q),
       name="zeta")
-UFUNC_NAMES.update({_ufuncs._zeta: "scipy.special.zeta", _ufuncs._riemann_zeta: "scipy.special.zeta"})
+UFUNC_NAMES.update({_ufuncs._zeta: "scipy.special.zeta", _ufuncs._riemann_zeta: "scipy.special.zeta",
+                    _ufuncs._lambertw: "scipy.special.lambertw"})
 
 # hypergeometric functions: d/dx shifts the parameters; the parameters are refused
 HYPER = "scipy.special.{} in its parameters"
@@ -414,7 +451,9 @@ for _uf, _sign in ((sp.gdtr, 1), (sp.gdtrc, -1)):       # gammainc(b, a x): a is
 
 
 def _t_density(df, t):
-    return np.exp(sp.gammaln((df + 1) / 2) - sp.gammaln(df / 2) - (df + 1) / 2 * np.log1p(t * t / df)) / np.sqrt(df * math.pi)
+    log = math.log if isinstance(df, (int, float)) else np.log
+    log_norm = _lgamma((df + 1) / 2) - _lgamma(df / 2) - log(df * math.pi) / 2
+    return np.exp(log_norm - (df + 1) / 2 * np.log1p(t * t / df))
 
 
 ufunc(sp.stdtr, _of_x(3.0, x=F), refused(DF.format("stdtr")), lambda df, t, y: _t_density(df, t))
@@ -455,6 +494,7 @@ MISSING = {
 UNSUPPORTED_UFUNCS.update({getattr(sp, name): reason for name, reason in MISSING.items()})
 UNSUPPORTED_UFUNCS[_ufuncs._riemann_zeta] = ("the Riemann zeta function (zeta(x) without q): " + NO_FORM
                                              + "; zeta(x, q) has a gradient in q")
+UNSUPPORTED_UFUNCS[_ufuncs._lambertw] = COMPLEX
 
 
 # -- scipy.special's other functions, with scipy's signatures -----------------------------------
@@ -471,6 +511,39 @@ def multigammaln(a, d):
         raise ValueError(f"condition a > 0.5 * (d-1) ({0.5 * (d - 1)}) not met")
     res = (d * (d - 1) * 0.25) * np.log(np.pi)
     return res + sum(sp.gammaln(a - j / 2) for j in range(int(d)))
+
+
+def _masked(cond, fn, *args):
+    """``fn(*args)`` where ``cond``, else 0; the arguments are replaced by 1 where not ``cond``,
+    so that no pole there turns the zero cotangent of the unselected branch into nan."""
+    safe = [np.where(cond, x, 1.0) for x in args]
+    return np.where(cond, fn(*safe), 0.0)
+
+
+def factorial(n, exact=False, extend="zero"):
+    """``scipy.special.factorial``: ``gamma(n + 1)``, 0 for negative n (``extend="zero"``).
+    ``exact=True`` counts integers (no gradient): scipy's own."""
+    if exact or extend != "zero":
+        return sp.factorial(n, exact=exact, extend=extend)
+    return _masked(n >= 0, lambda m: sp.gamma(m + 1), n)
+
+
+def comb(N, k, *, exact=False, repetition=False):
+    """``scipy.special.comb``: ``binom(N, k)`` for ``0 <= k <= N``, else 0 (with repetition:
+    ``comb(N + k - 1, k)``, 1 for ``k == 0``). ``exact=True``: scipy's own (integers)."""
+    if exact:
+        return sp.comb(N, k, exact=True, repetition=repetition)
+    if repetition:
+        return np.where((k == 0) & (N >= 0), 1.0, comb(N + k - 1, k))
+    return _masked((k <= N) & (N >= 0) & (k >= 0), sp.binom, N, k)
+
+
+def perm(N, k, exact=False):
+    """``scipy.special.perm``: ``N! / (N - k)!`` = ``poch(N - k + 1, k)`` for ``0 <= k <= N``,
+    else 0. ``exact=True``: scipy's own (integers)."""
+    if exact:
+        return sp.perm(N, k, exact=True)
+    return _masked((k <= N) & (N >= 0) & (k >= 0), lambda n, m: sp.poch(n - m + 1, m), N, k)
 
 
 def _axes(x, axis):
