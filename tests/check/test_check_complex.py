@@ -210,3 +210,23 @@ def test_output_rows_of_a_complex_jacobian_name_their_part():
     y0 = [np.ones(2), Z]                     # rows: 2 real, then 3 real parts, then 3 imaginary parts
     assert [_output_coordinate(r, y0) for r in (1, 2, 4, 5, 7)] == [
         (1, None), (2, "real"), (4, "real"), (2, "imag"), (4, "imag")]
+
+
+def test_a_candidate_complex_rule_is_checked_before_it_is_declared():
+    """Without complex_rule, differentiating refuses (registration.fires says why), but every
+    other check runs on the rule: an author checks it before declaring complex_rule=True."""
+    @ad.primitive(name="test.undeclared_exp")
+    def undeclared(z):
+        return np.exp(z)
+
+    def rule(z):
+        y = undeclared(z)
+        return y, lambda dy: (dy * y,)
+    try:
+        report = check_rule(undeclared, Z, rule=rule)
+    finally:
+        _remove(undeclared.primitive)
+    fires = report["registration.fires"]
+    assert fires.status == "fail" and "complex values" in fires.message
+    assert [c.name for c in report.failures] == ["registration.fires"]
+    assert report["fd.dot_product"].status == "pass" and report["complex.holomorphic"].status == "pass"
