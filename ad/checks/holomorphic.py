@@ -80,6 +80,31 @@ def _c_linear(pullback, y0, i, rng, tol) -> dict | None:
     return {"residual": residual, "size": size, "linear": residual <= tol * size}
 
 
+def _judge(cr, lin, complex_out, asserted) -> tuple[bool, str]:
+    """One operand's verdict from its Cauchy-Riemann test and its pullback's linearity test:
+    (passes, what to say)."""
+    holo = None if cr is None else cr["holomorphic"]
+    cr_text = "" if cr is None else f"|J(i u) - i J(u)| = {cr['residual']:.3g} for |J u| = {cr['size']:.3g}"
+    if asserted and holo is False:
+        return False, f"asserted holomorphic (holomorphic=True), but finite differences break Cauchy-Riemann: {cr_text}"
+    if lin is None:
+        return True, ("no cotangent" if complex_out else "real outputs, constant here" if holo else
+                      "finite differences undecided")
+    lin_text = f"|pullback(i v) - i pullback(v)| = {lin['residual']:.3g} for |pullback(v)| = {lin['size']:.3g}"
+    if (holo or (asserted and holo is None)) and not lin["linear"]:
+        return False, ("the function is holomorphic here" + (f" ({cr_text})" if cr else " (asserted)")
+                       + f", but the pullback is not complex-linear ({lin_text}): it conjugates the cotangent "
+                       "or drops its imaginary part; a holomorphic f pulls back g -> g * f'(z)")
+    if holo is False and lin["linear"]:
+        return False, (f"the function is not holomorphic ({cr_text}), but the pullback is complex-linear "
+                       f"({lin_text}): it misses the conj(g * df/dzbar) term (a forgotten conj: conj's "
+                       "pullback is conj(g), abs's g * conj(z) / |z|)")
+    if holo is None:
+        return True, f"finite differences undecided ({cr_text})" if cr else "finite differences do not converge"
+    return True, ("holomorphic, complex-linear pullback" if holo else
+                  "not holomorphic, the pullback has its antilinear part")
+
+
 def holomorphy(fn, pullback, xs, wrt, *, domains, rng, rtol, exact, asserted, what="operand") -> Verdict:
     """The test of the module docstring for each complex input ``wrt`` of ``fn`` (``*xs -> list
     of outputs``) and ``pullback`` (``vs -> one cotangent or None per input``)."""
@@ -98,32 +123,8 @@ def holomorphy(fn, pullback, xs, wrt, *, domains, rng, rtol, exact, asserted, wh
         cr = _cauchy_riemann(fn, xs, i, y0, None if domains is None else domains[i], rng, rtol)
         lin = _c_linear(pullback, y0, i, rng, exact) if complex_out else None
         numbers[f"{what} {i}"] = {"cauchy_riemann": cr, "pullback": lin}
-        holo = None if cr is None else cr["holomorphic"]
-        if cr is not None:
-            cr_text = f"|J(i u) - i J(u)| = {cr['residual']:.3g} for |J u| = {cr['size']:.3g}"
-        if asserted and holo is False:
-            problems.append(f"{what} {i}: asserted holomorphic (holomorphic=True), but finite differences "
-                            f"break Cauchy-Riemann: {cr_text}")
-            continue
-        if lin is None:
-            notes.append(f"{what} {i}: " + ("no cotangent" if complex_out else
-                                            "real outputs, constant here" if holo else "finite differences undecided"))
-            continue
-        lin_text = f"|pullback(i v) - i pullback(v)| = {lin['residual']:.3g} for |pullback(v)| = {lin['size']:.3g}"
-        if (holo or (asserted and holo is None)) and not lin["linear"]:
-            problems.append(f"{what} {i}: the function is holomorphic here" + (f" ({cr_text})" if cr else "")
-                            + f", but the pullback is not complex-linear ({lin_text}): it conjugates the "
-                            "cotangent or drops its imaginary part; a holomorphic f pulls back g -> g * f'(z)")
-        elif holo is False and lin["linear"]:
-            problems.append(f"{what} {i}: the function is not holomorphic ({cr_text}), but the pullback is "
-                            f"complex-linear ({lin_text}): it misses the conj(g * df/dzbar) term (a forgotten "
-                            "conj: conj's pullback is conj(g), abs's g * conj(z) / |z|)")
-        elif holo is None:
-            notes.append(f"{what} {i}: finite differences undecided ({cr_text})" if cr else
-                         f"{what} {i}: finite differences do not converge")
-        else:
-            notes.append(f"{what} {i}: " + ("holomorphic, complex-linear pullback" if holo else
-                                            "not holomorphic, the pullback has its antilinear part"))
+        ok, text = _judge(cr, lin, complex_out, asserted)
+        (notes if ok else problems).append(f"{what} {i}: {text}")
     if problems:
         return Verdict("fail", "; ".join(problems), numbers)
     return Verdict("pass", "; ".join(notes), numbers)
