@@ -211,6 +211,27 @@ def test_vdot_correlate_and_cov_conjugate_as_numpy():
     np.testing.assert_allclose(ad.vjp(np.corrcoef, a)[0], np.corrcoef(a), rtol=1e-13)
 
 
+SECOND = {   # real losses whose gradients are differentiated again (the pullbacks' conj and gathers lift)
+    "vecdot": lambda a, A, w: np.sum(np.real(w[:, 0] * np.vecdot(a, a @ A))),
+    "vecmat": lambda a, A, w: np.sum(np.real(np.vecmat(a[0], A * a[1]) ** 2)),
+    "matvec": lambda a, A, w: np.sum(np.real(np.matvec(A, a[0]) * a[1])),
+    "vdot, einsum": lambda a, A, w: np.real(np.vdot(a, a) * np.einsum("ij,ij->", a, w)),
+    "getitem, concatenate": lambda a, A, w: np.sum(np.real(np.concatenate([a[1:], a[:1] ** 2]) ** 2 * w)),
+}
+
+
+@pytest.mark.parametrize("form", ["closure", "lifted", "compiled"])
+@pytest.mark.parametrize("name", SECOND)
+def test_second_derivatives(name, form):
+    """vjp of the complex gradient matches finite differences of that gradient."""
+    a, A, w = _z(3, 4), _z(4, 4), _z(3, 4)
+    g = ad.grad(lambda a: SECOND[name](a, A, w), form=form)
+    _, pullback = ad.vjp(g, a)
+    for lhs, rhs, est in dot_product_test(g, pullback, [a], rng=RNG):
+        assert est.converged
+        assert abs(lhs - rhs) <= 1e-6 * max(1.0, abs(lhs), abs(rhs)), (lhs, rhs)
+
+
 # -- casts between real and complex -----------------------------------------------------------------
 
 @pytest.mark.parametrize("form", ["closure", "lifted", "compiled"])
