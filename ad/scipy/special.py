@@ -525,7 +525,8 @@ def factorial(n, exact=False, extend="zero"):
     ``exact=True`` counts integers (no gradient): scipy's own."""
     if exact or extend != "zero":
         return sp.factorial(n, exact=exact, extend=extend)
-    return _masked(n >= 0, lambda m: sp.gamma(m + 1), n)
+    out = _masked(n >= 0, lambda m: sp.gamma(m + 1), n)
+    return out.astype(np.float64) if np.ndim(n) else out     # as scipy: arrays in float64
 
 
 def comb(N, k, *, exact=False, repetition=False):
