@@ -20,7 +20,8 @@ from ..lib.contraction import einsum_p, matmul_p, matvec_p, vecdot_p, vecmat_p
 from ..lib.creation import array_p
 from ..lib.elementwise import clip_p, where_p
 from ..lib.indexing import argsort_p, nonzero_p
-from ..lib.linalg import cholesky_p, det_p, eigh_p, inv_p, pinv_p, qr_p, slogdet_p, solve_p, svd_p
+from ..lib.linalg import (cholesky_p, det_p, eig_p, eigh_p, inv_p, phase_free_p, pinv_p, qr_p, slogdet_p,
+                          solve_p, svd_p)
 from ..lib.reductions import (all_p, any_p, argmax_p, argmin_p, cumprod_p, cumsum_p, max_p, mean_p,
                               min_p, prod_p, sum_p, running_arg_p)
 from ..lib.selection import argpartition_p, searchsorted_p
@@ -44,7 +45,8 @@ NOT_LOWERED = {
     lookup(np.spacing): "bit-level float spacing; ONNX has no equivalent",
     argpartition_p: "numpy's order inside each partition is implementation-defined",
     dropout_mask_p: "random: onnxruntime cannot draw numpy's random numbers",
-    **{p: _NO_LINALG for p in (inv_p, solve_p, slogdet_p, cholesky_p, eigh_p, svd_p, qr_p, pinv_p)},
+    **{p: _NO_LINALG for p in (inv_p, solve_p, slogdet_p, cholesky_p, eigh_p, svd_p, qr_p, pinv_p, eig_p)},
+    phase_free_p: "checks a complex cotangent (eigenvector phases); ONNX exports real tapes only",
     **{lookup(uf): "no lowering yet (new in issue 13): ldexp is Mul by Pow(2, e), divmod Floor and Mod, "
                     "frexp needs bit-level exponent extraction" for uf in (np.ldexp, np.frexp, np.divmod)},
     running_arg_p: "no lowering yet (new in issue 13): ONNX has no running maximum (a Scan would do)",
