@@ -178,9 +178,10 @@ def _pairs(a, b):
 
 
 def _gap(inputs, xs) -> float:
-    """The smallest distance to an ``avoid`` point, and between ``apart`` inputs that meet
-    (each one is apart within itself by construction)."""
-    gaps = [np.min(np.abs(np.subtract.outer(np.ravel(x), inp.avoid)), initial=np.inf)
+    """The smallest distance to an ``avoid`` point (of the real part, for complex values: it
+    bounds |z - p| and keeps lexicographic comparisons clear too), and between ``apart`` inputs
+    that meet (each one is apart within itself by construction)."""
+    gaps = [np.min(np.abs(np.subtract.outer(np.real(np.ravel(x)), inp.avoid)), initial=np.inf)
             for x, inp in zip(xs, inputs) if inp.avoid]
     apart = [x for x, inp in zip(xs, inputs) if inp.apart]
     gaps += [np.min(np.abs(_pairs(a, b)), initial=np.inf) for a, b in combinations(apart, 2)]
