@@ -185,6 +185,14 @@ SECOND = [
     ("solve", lambda x: np.sum(np.real(np.linalg.solve(x, W3) * W3)), Z),
     ("slogdet", lambda x: np.linalg.slogdet(x)[1], Z),
     ("matrix_power", lambda x: np.sum(np.real(np.linalg.matrix_power(x / 3, 3) * W3)), Z),
+    ("cholesky", lambda x: np.sum(np.imag(np.linalg.cholesky(x @ x.conj().T / 9 + np.eye(3)) * W3)), Z),
+    ("eigh", lambda x: np.sum(np.linalg.eigvalsh(x + x.conj().T) ** 3)
+     + np.sum(np.abs(np.linalg.eigh(NH + 0.1 * x)[1]) ** 2 * W3.real), Z),
+    ("svd", lambda x: np.sum(np.real((lambda u, s, vh: (u * s ** 2) @ vh)(*np.linalg.svd(x, full_matrices=False)) * W43)), T),
+    ("qr", lambda x: np.sum(np.real(np.linalg.qr(x)[0] * W43)) + np.sum(np.imag(np.linalg.qr(x)[1] * W3)), T),
+    ("pinv", lambda x: np.sum(np.real(np.linalg.pinv(x) * W43.T)), T),
+    ("eig", lambda x: np.sum(eig_phase_free(x).real * np.arange(21)), NH),
+    ("norm nuc", lambda x: np.linalg.norm(x, "nuc"), T),
 ]
 
 

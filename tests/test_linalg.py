@@ -41,6 +41,8 @@ ORACLE = [
     ("svd", lambda xp, x: xp.sum(xp.linalg.svd(x, full_matrices=False)[1] * W[0, :3])
      + xp.sum(xp.linalg.svd(x, full_matrices=False)[0] ** 2 * W), B),
     ("pinv", lambda xp, x: xp.sum(xp.linalg.pinv(x) * W[0, :3]), B),
+    ("eig", lambda xp, x: xp.sum(xp.real(xp.linalg.eig(x + D)[0]) * W[0])
+     + xp.sum(xp.abs(xp.linalg.eig(x + D)[1]) ** 2 * W), A - 4 * np.eye(3)),
     ("norm fro", lambda xp, x: xp.linalg.norm(x), B),
     ("norm nuc", lambda xp, x: xp.linalg.norm(x, "nuc"), B),
     ("norm vector 3", lambda xp, x: xp.linalg.norm(x[0], 3), B),
@@ -104,6 +106,7 @@ def test_triangle_readers_give_the_unread_triangle_no_gradient():
 def test_results_keep_numpy_types():
     def f(a):
         eig = np.linalg.eigh(a)
+        assert type(np.linalg.eig(a)).__name__ == "EigResult"
         sl = np.linalg.slogdet(a)
         usv = np.linalg.svd(a)
         qr = np.linalg.qr(a)
