@@ -275,10 +275,13 @@ def _bracket(p: _Probe, v, g) -> Verdict:
 # -- the rule checks that use it -------------------------------------------------------------------
 
 def _impl(ctx):
+    """The primitive as a function of its operands, what finite differences differentiate. A
+    primitive that ``checks_values`` is its first operand (its check refuses points off a
+    constraint, such as phase_free's, where any finite-difference step may land)."""
     case = ctx.case
 
     def fn(*ops):
-        out = case.prim.impl(*ops, **case.params)
+        out = ops[0] if case.prim.checks_values else case.prim.impl(*ops, **case.params)
         return list(out) if case.prim.multiple_results else [out]
     return fn
 

@@ -2,18 +2,22 @@
 ``ad.nn`` once imported, anything else loaded) at its ``prim.samples``: several shapes, float64
 and float32, and explicit kink points; a primitive declaring ``complex_rule`` also at complex128
 (every shape set), complex64 and mixed operands (the first float operand complex, the others
-real; at the last shape set). The registry is read at call time, so primitives registered after
-``ad.lib`` (``ad.nn``'s) are checked too; the opaque fallback pair and users' own primitives
-declare no samples."""
+real; at the last shape set). A sample whose call is a composition (eigenvectors made
+phase-free, so that a gradient exists) is checked as a program: end to end, and every equation
+at the cotangents the program gives it. The registry is read at call time, so primitives
+registered after ``ad.lib`` (``ad.nn``'s) are checked too; the opaque fallback pair and users'
+own primitives declare no samples."""
 from __future__ import annotations
 
 from typing import Callable
 
 import numpy as np
 
+from ..api import trace
 from ..primitives import REGISTRY, Primitive
 from ..samples import C64, C128, F64, Sample, caller, draw, operands, traced
-from .report import RuleReport
+from .program import check
+from .report import ProgramReport, RuleReport
 from .rule import check_rule
 
 
@@ -69,15 +73,19 @@ def library_cases(names=None, *, seed: int = 0) -> list[tuple[str, Callable, lis
     return [c for p in sampled() if names is None or p.name in names for s in p.samples for c in cases(p, s, rng)]
 
 
-def check_library(names=None, *, progress: Callable | None = None, seed: int = 0, **options) -> list[RuleReport]:
-    """One RuleReport per case; ``progress(done, total, label)`` is called before each case."""
+def check_library(names=None, *, progress: Callable | None = None, seed: int = 0,
+                  **options) -> list[RuleReport | ProgramReport]:
+    """One report per case (a ProgramReport for a composition); ``progress(done, total, label)``
+    is called before each case."""
     todo = library_cases(names, seed=seed)
     reports = []
     for done, (label, call, inputs) in enumerate(todo):
         if progress is not None:
             progress(done, len(todo), label)
-        report = check_rule(call, *inputs, seed=seed, **options)
-        report.title = f"check_rule {label}"
+        with np.errstate(all="ignore"):
+            composition = len(trace(call, *inputs).eqns) > 1
+        report = (check if composition else check_rule)(call, *inputs, seed=seed, **options)
+        report.title = f"{'check' if composition else 'check_rule'} {label}"
         reports.append(report)
     if progress is not None:
         progress(len(todo), len(todo), "done")

@@ -152,17 +152,18 @@ def _complex(values) -> bool:
 
 
 def _real(e, producers) -> bool:
-    """Should ``e`` compute in real numbers only? An equation of a pullback: when its forward
-    equation is all real (no complex operand, constant or output) and its rule is written for
-    real numbers (no ``complex_rule``; a complex rule such as irfftn's may compute in complex
-    on real operands, and a real operand of a complex equation may get a complex cotangent:
-    the driver projects both). Any other equation: when it has no complex input. (Projecting a
-    real cotangent onto a complex operand makes it complex by design.)"""
+    """Should ``e`` compute in real numbers only? When the equation it is, or the forward
+    equation whose pullback it belongs to, has no complex operand or constant (nor output, for a
+    forward equation) and a rule written for real numbers (no ``complex_rule``). A complex rule
+    may compute in complex on real operands (irfftn's pullback; eig's complex output of a real
+    matrix is its math), and a real operand of a complex equation may get a complex cotangent:
+    the driver projects it, and projecting a real cotangent onto a complex operand makes it
+    complex by design."""
     if e.origin.kind == "project":
         return False
     fwd = producers.get(e.origin.of) if e.origin.kind == "pullback" else None
     if fwd is None:
-        return not _complex(e.inputs)
+        return not e.prim.complex_rule and not _complex(e.inputs)
     return not fwd.prim.complex_rule and not _complex(fwd.inputs + fwd.outputs)
 
 

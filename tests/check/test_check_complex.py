@@ -230,3 +230,30 @@ def test_a_candidate_complex_rule_is_checked_before_it_is_declared():
     assert fires.status == "fail" and "complex values" in fires.message
     assert [c.name for c in report.failures] == ["registration.fires"]
     assert report["fd.dot_product"].status == "pass" and report["complex.holomorphic"].status == "pass"
+
+
+def test_a_pullback_refusing_random_cotangents_on_purpose():
+    """A rule that refuses gauge-dependent cotangents (as eigh's refuses phase-dependent ones):
+    in a program, at the cotangent the program records, it is checked; the checks drawing random
+    cotangents are skipped with the reason. Alone, at a random cotangent, it fails."""
+    @ad.primitive(name="test.gauge", complex_rule=True)
+    def gauge(z):
+        return z * 1.0
+
+    def rule(z):
+        def pullback(dy):
+            if np.any(np.imag(dy) != 0):
+                raise ad.NonDifferentiableError("this loss depends on the gauge")
+            return (dy,)
+        return gauge(z), pullback
+    try:
+        with ad.using_rule(gauge, rule):
+            report = check(lambda z: np.sum(np.real(gauge(z))), Z)
+            alone = check_rule(gauge, Z)
+    finally:
+        _remove(gauge.primitive)
+    assert report.ok, str(report)
+    eqn = next(r for r in report.equations if r.primitive == "test.gauge")
+    assert eqn["algebra.linearity"].status == "skipped" and "refuses the random" in eqn["algebra.linearity"].reason
+    assert eqn["structure.arity"].status == "pass" and eqn["algebra.zero"].status == "pass"
+    assert alone["structure.arity"].status == "fail"

@@ -8,7 +8,7 @@ import pytest
 
 import ad
 import ad.nn
-from ad.checks import check_rule
+from ad.checks import ProgramReport, check_rule
 from ad.checks.library import check_library, sampled
 
 
@@ -30,9 +30,11 @@ def test_every_library_rule_passes_every_check(record_property):
     assert not problems, "\n".join(problems)
     labels = defaultdict(set)
     for r in reports:
-        name, *rest = r.title.removeprefix("check_rule ").split(" ")
+        name, *rest = r.title.split(" ", 1)[1].split(" ")       # "check_rule sin ..." or "check svd ..."
         labels[name].add(" ".join(rest))
     assert set(labels) == {p.name for p in sampled()}
+    compositions = [r for r in reports if isinstance(r, ProgramReport)]
+    assert all(r.title.startswith("check ") and r.equations for r in compositions)
     for name in ("sin", "add", "maximum", "sum", "clip"):     # several shapes, both dtypes
         shapes = {label.split()[-2] for label in labels[name] if "float" in label}
         assert len(shapes) >= 3 and any("float32" in label for label in labels[name]), labels[name]
