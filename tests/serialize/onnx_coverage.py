@@ -43,8 +43,7 @@ class Result:
 def _loss(case, xs, dtype):
     """``Re sum(f(x) * w)`` and the inputs, their floats in ``dtype``."""
     ws = weights(case.fn(*xs), np.random.default_rng(7), dtype)
-    loss = weighted(case.fn, ws)
-    return (lambda *a: np.real(loss(*a))), [(np.asarray(x, dtype) if np.ndim(x) else dtype(x)) if i in floats(xs) else x
+    return weighted(case.fn, ws), [(np.asarray(x, dtype) if np.ndim(x) else dtype(x)) if i in floats(xs) else x
                                    for i, x in enumerate(xs)]
 
 
