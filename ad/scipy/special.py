@@ -16,9 +16,10 @@ Operands without a closed-form derivative (a Bessel order ``v``, the shape ``a``
 not differentiable (piecewise constant), or ``MISSING`` with the reason.
 
 ``polygamma``, ``multigammaln``, ``logsumexp``, ``softmax``, ``log_softmax``, ``factorial``,
-``comb``, ``perm`` are Python functions in scipy that convert their arguments to plain arrays (``np.asarray``), which a
-traced value cannot pass; here they have scipy's signatures: ``from ad.scipy.special import
-logsumexp`` is the one change a user makes.
+``comb``, ``perm`` are Python functions in scipy that convert their arguments to plain arrays
+(``np.asarray``), which a traced value cannot pass; here they have scipy's signatures (``from
+ad.scipy.special import logsumexp`` is the one change a user makes), as compositions of the
+primitives (polygamma is one). The rest of scipy.special is reachable here too.
 """
 from __future__ import annotations
 
@@ -34,21 +35,19 @@ from ..lib.reductions import normalize_axis
 from ..nn.softmax import log_softmax as nn_log_softmax, logsumexp as nn_logsumexp, softmax as nn_softmax
 from ..primitives import Primitive
 from ..rrule import non_differentiable, rrule
-from ..samples import BINARY, GAP, F, In, Sample, literal, to_integer
+from ..samples import BINARY, F, In, Sample, literal, to_integer
 from ..tangents import NoTangent, Thunk
 from ..trace_state import Traced
 
 SQRT_PI, SQRT_2PI = math.sqrt(math.pi), math.sqrt(2 * math.pi)   # Python floats keep float32
 TWO_OVER_SQRT_PI, DEG = 2 / SQRT_PI, math.pi / 180
-LN2, LN10, LOG_PI = math.log(2), math.log(10), math.log(math.pi)
+LN2, LN10 = math.log(2), math.log(10)
 
 # -- sample inputs (ad.samples) ---------------------------------------------------------------
 POS = In(lo=0.2, hi=3.0, domain=(0.0, None))
 POS_Y = In("y", lo=0.2, hi=3.0, domain=(0.0, None))
 PROB = In(lo=0.1, hi=0.9, domain=(0.0, 1.0))
-PROB_Y = In("y", lo=0.1, hi=0.9, domain=(0.0, 1.0))
 UNIT = In(lo=-0.9, hi=0.9, domain=(-1.0, 1.0))
-ORDER = literal(1.5)        # a Bessel order, a shape parameter: constants (no gradient)
 
 
 def _unary(inp=F, **kw) -> tuple:
@@ -71,7 +70,7 @@ def _poles(x):
 
 # -- declarations -----------------------------------------------------------------------------
 
-class refused:
+class Refused:
     """The partial of an operand whose derivative scipy has no function for (``what`` names
     it). Asking for its gradient raises; a constant there (a Python number, an integer) has
     none to ask for. Its thunk is forced only when the operand is differentiated."""
@@ -101,12 +100,12 @@ def _primitive(uf, samples, kink=None, name=None) -> Primitive:
 
 def elementwise_rule(prim, *partials):
     """A rule from one partial derivative per operand, ``lambda *xs, y: ...`` (as for
-    ``ad.scalar_rule``), or ``refused(...)``."""
+    ``ad.scalar_rule``), or ``Refused(...)``."""
     def rule(*xs):
         y = prim.bind(*xs)
 
         def pullback(dy):
-            return tuple(d.cotangent(x) if isinstance(d, refused) else Thunk(lambda d=d: dy * d(*xs, y))
+            return tuple(d.cotangent(x) if isinstance(d, Refused) else Thunk(lambda d=d: dy * d(*xs, y))
                          for d, x in zip(partials, xs))
         return y, pullback
     rule.__qualname__ = rule.__name__ = f"{prim.name}_rule"
@@ -126,7 +125,7 @@ def ufunc_outputs(uf, samples, derivatives, params: str = "", x: int = -1) -> Pr
     operands (named in ``params``) are refused."""
     prim = _primitive(uf, samples)
     x = x % uf.nin
-    refuse = refused(f"scipy.special.{uf.__name__} in {params}")
+    refuse = Refused(f"scipy.special.{uf.__name__} in {params}")
 
     def rule(*xs):
         ys = prim.bind(*xs)
@@ -157,7 +156,7 @@ polygamma_p = Primitive(
     "scipy.special.polygamma", _polygamma, function=sp.polygamma, elementwise=True,
     doc="The n-th derivative of the digamma function (n a non-negative integer).",
     samples=(Sample((In(kind="int", lo=0, hi=4), POS)), Sample((literal(1), POS))))
-elementwise_rule(polygamma_p, refused("scipy.special.polygamma(n, x) in its order n (an integer)"),
+elementwise_rule(polygamma_p, Refused("scipy.special.polygamma(n, x) in its order n (an integer)"),
                  lambda n, x, y: polygamma(n + 1, x))
 
 
@@ -204,11 +203,11 @@ def _gamma_density(a, x):
 
 
 SHAPE = "scipy.special.{}(a, x) in its shape parameter a"
-ufunc(sp.gammainc, _of_x(2.5), refused(SHAPE.format("gammainc")), lambda a, x, y: _gamma_density(a, x))
-ufunc(sp.gammaincc, _of_x(2.5), refused(SHAPE.format("gammaincc")), lambda a, x, y: -_gamma_density(a, x))
-ufunc(sp.gammaincinv, _of_x(2.5, x=PROB), refused(SHAPE.format("gammaincinv")),
+ufunc(sp.gammainc, _of_x(2.5), Refused(SHAPE.format("gammainc")), lambda a, x, y: _gamma_density(a, x))
+ufunc(sp.gammaincc, _of_x(2.5), Refused(SHAPE.format("gammaincc")), lambda a, x, y: -_gamma_density(a, x))
+ufunc(sp.gammaincinv, _of_x(2.5, x=PROB), Refused(SHAPE.format("gammaincinv")),
       lambda a, p, y: 1 / _gamma_density(a, y))
-ufunc(sp.gammainccinv, _of_x(2.5, x=PROB), refused(SHAPE.format("gammainccinv")),
+ufunc(sp.gammainccinv, _of_x(2.5, x=PROB), Refused(SHAPE.format("gammainccinv")),
       lambda a, p, y: -1 / _gamma_density(a, y))
 
 
@@ -219,12 +218,12 @@ def _beta_density(a, b, x):
 
 BETA_SHAPES = "scipy.special.{}(a, b, x) in its shape parameters a, b"
 for _uf, _sign in ((sp.betainc, 1), (sp.betaincc, -1)):
-    ufunc(_uf, _of_x(2.5, 1.5, x=PROB), refused(BETA_SHAPES.format(_uf.__name__)),
-          refused(BETA_SHAPES.format(_uf.__name__)),
+    ufunc(_uf, _of_x(2.5, 1.5, x=PROB), Refused(BETA_SHAPES.format(_uf.__name__)),
+          Refused(BETA_SHAPES.format(_uf.__name__)),
           lambda a, b, x, y, s=_sign: s * _beta_density(a, b, x))
 for _uf, _sign in ((sp.betaincinv, 1), (sp.betainccinv, -1)):
-    ufunc(_uf, _of_x(2.5, 1.5, x=PROB), refused(BETA_SHAPES.format(_uf.__name__)),
-          refused(BETA_SHAPES.format(_uf.__name__)),
+    ufunc(_uf, _of_x(2.5, 1.5, x=PROB), Refused(BETA_SHAPES.format(_uf.__name__)),
+          Refused(BETA_SHAPES.format(_uf.__name__)),
           lambda a, b, p, y, s=_sign: s / _beta_density(a, b, y))
 
 # error functions and the normal distribution
@@ -279,7 +278,7 @@ ufunc(sp.powm1, _binary(POS, In("y", lo=-1.5, hi=1.5)), lambda x, p, y: p * x **
 
 # Bessel functions: the orders are refused, x is differentiated with the recurrences
 ORDER_OF = "scipy.special.{}(v, x) in its order v"
-i0e_p = ufunc(sp.i0e, _unary(In(avoid=(0.0,))), lambda x, y: sp.i1e(x) - np.sign(x) * y, kink=lambda x: x)
+ufunc(sp.i0e, _unary(In(avoid=(0.0,))), lambda x, y: sp.i1e(x) - np.sign(x) * y, kink=lambda x: x)
 ufunc(sp.i0, _unary(), lambda x, y: sp.i1(x))
 ufunc(sp.i1, _unary(), lambda x, y: (sp.i0(x) + sp.iv(2.0, x)) / 2)
 ufunc(sp.i1e, _unary(), lambda x, y: (sp.i0e(x) + sp.ive(2.0, x)) / 2 - np.sign(x) * y)
@@ -291,21 +290,21 @@ ufunc(sp.k0, _unary(POS), lambda x, y: -sp.k1(x))
 ufunc(sp.k1, _unary(POS), lambda x, y: -(sp.k0(x) + sp.kv(2.0, x)) / 2)
 ufunc(sp.k0e, _unary(POS), lambda x, y: y - sp.k1e(x))
 ufunc(sp.k1e, _unary(POS), lambda x, y: y - (sp.k0e(x) + sp.kve(2.0, x)) / 2)
-ufunc(sp.iv, _of_x(1.5), refused(ORDER_OF.format("iv")), lambda v, x, y: (sp.iv(v - 1, x) + sp.iv(v + 1, x)) / 2)
-ufunc(sp.ive, _of_x(1.5), refused(ORDER_OF.format("ive")),
+ufunc(sp.iv, _of_x(1.5), Refused(ORDER_OF.format("iv")), lambda v, x, y: (sp.iv(v - 1, x) + sp.iv(v + 1, x)) / 2)
+ufunc(sp.ive, _of_x(1.5), Refused(ORDER_OF.format("ive")),
       lambda v, x, y: (sp.ive(v - 1, x) + sp.ive(v + 1, x)) / 2 - np.sign(x) * y)
-ufunc(sp.jv, _of_x(1.5), refused(ORDER_OF.format("jv")), lambda v, x, y: (sp.jv(v - 1, x) - sp.jv(v + 1, x)) / 2)
-ufunc(sp.jve, _of_x(1.5), refused(ORDER_OF.format("jve")),   # real x: jve is jv
+ufunc(sp.jv, _of_x(1.5), Refused(ORDER_OF.format("jv")), lambda v, x, y: (sp.jv(v - 1, x) - sp.jv(v + 1, x)) / 2)
+ufunc(sp.jve, _of_x(1.5), Refused(ORDER_OF.format("jve")),   # real x: jve is jv
       lambda v, x, y: (sp.jve(v - 1, x) - sp.jve(v + 1, x)) / 2)
-ufunc(sp.yv, _of_x(1.5), refused(ORDER_OF.format("yv")), lambda v, x, y: (sp.yv(v - 1, x) - sp.yv(v + 1, x)) / 2)
-ufunc(sp.yve, _of_x(1.5), refused(ORDER_OF.format("yve")),
+ufunc(sp.yv, _of_x(1.5), Refused(ORDER_OF.format("yv")), lambda v, x, y: (sp.yv(v - 1, x) - sp.yv(v + 1, x)) / 2)
+ufunc(sp.yve, _of_x(1.5), Refused(ORDER_OF.format("yve")),
       lambda v, x, y: (sp.yve(v - 1, x) - sp.yve(v + 1, x)) / 2)
-ufunc(sp.kv, _of_x(1.5), refused(ORDER_OF.format("kv")), lambda v, x, y: -(sp.kv(v - 1, x) + sp.kv(v + 1, x)) / 2)
-ufunc(sp.kve, _of_x(1.5), refused(ORDER_OF.format("kve")),
+ufunc(sp.kv, _of_x(1.5), Refused(ORDER_OF.format("kv")), lambda v, x, y: -(sp.kv(v - 1, x) + sp.kv(v + 1, x)) / 2)
+ufunc(sp.kve, _of_x(1.5), Refused(ORDER_OF.format("kve")),
       lambda v, x, y: y - (sp.kve(v - 1, x) + sp.kve(v + 1, x)) / 2)
-ufunc(sp.yn, _of_x(2, dtypes=(np.dtype(np.float64),)), refused(ORDER_OF.format("yn")),
+ufunc(sp.yn, _of_x(2, dtypes=(np.dtype(np.float64),)), Refused(ORDER_OF.format("yn")),
       lambda n, x, y: (sp.yn(n - 1, x) - sp.yn(n + 1, x)) / 2)
-ufunc(sp.kn, _of_x(2, dtypes=(np.dtype(np.float64),)), refused(ORDER_OF.format("kn")),
+ufunc(sp.kn, _of_x(2, dtypes=(np.dtype(np.float64),)), Refused(ORDER_OF.format("kn")),
       lambda n, x, y: -(sp.kn(n - 1, x) + sp.kn(n + 1, x)) / 2)
 
 
@@ -314,9 +313,9 @@ def _struve_term(v, x):
     return np.exp(v * np.log(x / 2) - sp.gammaln(v + 1.5)) / SQRT_PI
 
 
-ufunc(sp.struve, _of_x(1.5), refused(ORDER_OF.format("struve")),
+ufunc(sp.struve, _of_x(1.5), Refused(ORDER_OF.format("struve")),
       lambda v, x, y: (sp.struve(v - 1, x) - sp.struve(v + 1, x) + _struve_term(v, x)) / 2)
-ufunc(sp.modstruve, _of_x(1.5), refused(ORDER_OF.format("modstruve")),
+ufunc(sp.modstruve, _of_x(1.5), Refused(ORDER_OF.format("modstruve")),
       lambda v, x, y: (sp.modstruve(v - 1, x) + sp.modstruve(v + 1, x) + _struve_term(v, x)) / 2)
 # Kelvin functions: ber' = berp, ..., and berp' from Kelvin's equation x^2 w'' + x w' = i x^2 w
 ufunc(sp.ber, _unary(POS), lambda x, y: sp.berp(x))
@@ -343,7 +342,7 @@ ufunc_outputs(sp.pbvv, PARABOLIC, lambda v, x, d, dp: (dp, (x * x / 4 - v - 0.5)
 ufunc_outputs(sp.pbwa, PARABOLIC, lambda a, x, w, wp: (wp, (a - x * x / 4) * w), "its parameter a")
 
 # exponential and trigonometric integrals, elementary functions
-ufunc(sp.expn, _of_x(2, dtypes=(np.dtype(np.float64),)), refused("scipy.special.expn(n, x) in its order n"),
+ufunc(sp.expn, _of_x(2, dtypes=(np.dtype(np.float64),)), Refused("scipy.special.expn(n, x) in its order n"),
       lambda n, x, y: -sp.expn(n - 1, x))
 ufunc(sp.exp1, _unary(POS), lambda x, y: -np.exp(-x) / x)
 ufunc(sp.expi, _unary(POS), lambda x, y: np.exp(x) / x)
@@ -367,19 +366,19 @@ not_differentiable(sp.round, _unary(In(avoid=(-1.5, -0.5, 0.5, 1.5))), lambda x:
 # zeta: the Hurwitz zeta(x, q) is differentiated in q; the exponent x is refused
 # (scipy.special.zeta is a Python function calling one of two private ufuncs)
 ufunc(_ufuncs._zeta, _of_x(2.5, x=In(lo=0.5, hi=3.0, domain=(0.0, None))),
-      refused("scipy.special.zeta(x, q) in its exponent x"), lambda x, q, y: -x * sp.zeta(x + 1, q),
+      Refused("scipy.special.zeta(x, q) in its exponent x"), lambda x, q, y: -x * sp.zeta(x + 1, q),
       name="zeta")
 UFUNC_NAMES.update({_ufuncs._zeta: "scipy.special.zeta", _ufuncs._riemann_zeta: "scipy.special.zeta",
                     _ufuncs._lambertw: "scipy.special.lambertw"})
 
 # hypergeometric functions: d/dx shifts the parameters; the parameters are refused
 HYPER = "scipy.special.{} in its parameters"
-ufunc(sp.hyp0f1, _of_x(1.5, x=F), refused(HYPER.format("hyp0f1")), lambda v, z, y: sp.hyp0f1(v + 1, z) / v)
-ufunc(sp.hyp1f1, _of_x(1.5, 2.5, x=F), *[refused(HYPER.format("hyp1f1"))] * 2,
+ufunc(sp.hyp0f1, _of_x(1.5, x=F), Refused(HYPER.format("hyp0f1")), lambda v, z, y: sp.hyp0f1(v + 1, z) / v)
+ufunc(sp.hyp1f1, _of_x(1.5, 2.5, x=F), *[Refused(HYPER.format("hyp1f1"))] * 2,
       lambda a, b, x, y: a / b * sp.hyp1f1(a + 1, b + 1, x))
-ufunc(sp.hyp2f1, _of_x(1.5, 0.5, 2.5, x=In(lo=-0.5, hi=0.5)), *[refused(HYPER.format("hyp2f1"))] * 3,
+ufunc(sp.hyp2f1, _of_x(1.5, 0.5, 2.5, x=In(lo=-0.5, hi=0.5)), *[Refused(HYPER.format("hyp2f1"))] * 3,
       lambda a, b, c, x, y: a * b / c * sp.hyp2f1(a + 1, b + 1, c + 1, x))
-ufunc(sp.hyperu, _of_x(1.5, 0.5, x=POS), *[refused(HYPER.format("hyperu"))] * 2,
+ufunc(sp.hyperu, _of_x(1.5, 0.5, x=POS), *[Refused(HYPER.format("hyperu"))] * 2,
       lambda a, b, x, y: -a * sp.hyperu(a + 1, b + 1, x))
 
 # elliptic integrals (parameter m) and functions
@@ -412,7 +411,7 @@ SHIFTED = _of_x(3, x=In(lo=0.05, hi=0.95, domain=(0.0, 1.0)))
 
 
 def _poly(uf, samples, derivative, n_params=1):
-    return ufunc(uf, samples, *[refused(DEGREE.format(uf.__name__))] * n_params, derivative)
+    return ufunc(uf, samples, *[Refused(DEGREE.format(uf.__name__))] * n_params, derivative)
 
 
 _poly(sp.eval_chebyt, POLY, lambda n, x, y: n * sp.eval_chebyu(n - 1, x))
@@ -440,13 +439,13 @@ ufunc(sp.elliprf, CARLSON, lambda x, y, z, r: -sp.elliprd(y, z, x) / 6,
 
 # distribution functions: derivatives in x (and in a rate) are densities
 DF = "scipy.special.{} in its degrees of freedom or shape"
-ufunc(sp.chdtr, _of_x(3.0), refused(DF.format("chdtr")), lambda v, x, y: _gamma_density(v / 2, x / 2) / 2)
-ufunc(sp.chdtrc, _of_x(3.0), refused(DF.format("chdtrc")), lambda v, x, y: -_gamma_density(v / 2, x / 2) / 2)
-ufunc(sp.pdtr, _of_x(2.0), refused(DF.format("pdtr")), lambda k, m, y: -_gamma_density(k + 1, m))
-ufunc(sp.pdtrc, _of_x(2.0), refused(DF.format("pdtrc")), lambda k, m, y: _gamma_density(k + 1, m))
+ufunc(sp.chdtr, _of_x(3.0), Refused(DF.format("chdtr")), lambda v, x, y: _gamma_density(v / 2, x / 2) / 2)
+ufunc(sp.chdtrc, _of_x(3.0), Refused(DF.format("chdtrc")), lambda v, x, y: -_gamma_density(v / 2, x / 2) / 2)
+ufunc(sp.pdtr, _of_x(2.0), Refused(DF.format("pdtr")), lambda k, m, y: -_gamma_density(k + 1, m))
+ufunc(sp.pdtrc, _of_x(2.0), Refused(DF.format("pdtrc")), lambda k, m, y: _gamma_density(k + 1, m))
 for _uf, _sign in ((sp.gdtr, 1), (sp.gdtrc, -1)):       # gammainc(b, a x): a is a rate
     ufunc(_uf, (Sample((In(lo=0.5, hi=2.0, domain=(0.0, None)), literal(2.5), POS)),),
-          lambda a, b, x, y, s=_sign: s * x * _gamma_density(b, a * x), refused(DF.format(_uf.__name__)),
+          lambda a, b, x, y, s=_sign: s * x * _gamma_density(b, a * x), Refused(DF.format(_uf.__name__)),
           lambda a, b, x, y, s=_sign: s * a * _gamma_density(b, a * x))
 
 
@@ -456,15 +455,16 @@ def _t_density(df, t):
     return np.exp(log_norm - (df + 1) / 2 * np.log1p(t * t / df))
 
 
-ufunc(sp.stdtr, _of_x(3.0, x=F), refused(DF.format("stdtr")), lambda df, t, y: _t_density(df, t))
+ufunc(sp.stdtr, _of_x(3.0, x=F), Refused(DF.format("stdtr")), lambda df, t, y: _t_density(df, t))
 F64_ONLY = (np.dtype(np.float64),)   # float32 would pick scipy's all-float loop: integer k, n as floats
-ufunc(sp.nbdtr, _of_x(2, 3, x=PROB, dtypes=F64_ONLY), *[refused(DF.format("nbdtr"))] * 2,      # betainc(n, k + 1, p)
+# nbdtr(k, n, p) = betainc(n, k + 1, p), bdtr(k, n, p) = betainc(n - k, k + 1, 1 - p)
+ufunc(sp.nbdtr, _of_x(2, 3, x=PROB, dtypes=F64_ONLY), *[Refused(DF.format("nbdtr"))] * 2,
       lambda k, n, p, y: _beta_density(n, k + 1, p))
-ufunc(sp.nbdtrc, _of_x(2, 3, x=PROB, dtypes=F64_ONLY), *[refused(DF.format("nbdtrc"))] * 2,
+ufunc(sp.nbdtrc, _of_x(2, 3, x=PROB, dtypes=F64_ONLY), *[Refused(DF.format("nbdtrc"))] * 2,
       lambda k, n, p, y: -_beta_density(n, k + 1, p))
-ufunc(sp.bdtr, _of_x(2, 5, x=PROB, dtypes=F64_ONLY), *[refused(DF.format("bdtr"))] * 2,        # betainc(n - k, k + 1, 1 - p)
+ufunc(sp.bdtr, _of_x(2, 5, x=PROB, dtypes=F64_ONLY), *[Refused(DF.format("bdtr"))] * 2,
       lambda k, n, p, y: -_beta_density(n - k, k + 1, 1 - p))
-ufunc(sp.bdtrc, _of_x(2, 5, x=PROB, dtypes=F64_ONLY), *[refused(DF.format("bdtrc"))] * 2,
+ufunc(sp.bdtrc, _of_x(2, 5, x=PROB, dtypes=F64_ONLY), *[Refused(DF.format("bdtrc"))] * 2,
       lambda k, n, p, y: _beta_density(n - k, k + 1, 1 - p))
 
 # -- ufuncs without a rule, and why --------------------------------------------------------------
