@@ -1,0 +1,487 @@
+"""scipy.stats for ad: the distributions real models use, with scipy's names and signatures.
+
+scipy's distribution methods convert their arguments with ``np.asarray`` before computing (also
+under ``SCIPY_ARRAY_API=1``: docs/scipy.md), which a traced value cannot pass; here each
+method is a composition of numpy and scipy.special functions (ad.scipy.special gives those
+their rules), so it is differentiable in the value and in every parameter (``loc``, ``scale``,
+the shapes) and it lifts. ``from ad.scipy.stats import norm`` is the one change a user makes.
+
+Values outside a distribution's support are scipy's (``-inf`` log densities, 0 or 1
+probabilities); parameters outside their domain give ``nan`` as the formulas do. Derivatives
+that scipy.special has no closed form for (``gamma.cdf`` in its shape ``a``, ``t.cdf`` in
+``df``...) raise ``NonDifferentiableError`` when asked for, never a silent zero. Methods that
+ad does not write (``rvs``, ``ppf``, ``fit``, ...) are scipy's own, for plain arrays.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import scipy.special as sp
+import scipy.stats as st
+
+from .linalg import solve_triangular
+
+LOG_2PI, LOG_PI, LOG2 = math.log(2 * math.pi), math.log(math.pi), math.log(2)
+
+
+def _log(p):
+    """log of a probability; log 0 is -inf without a warning, as in scipy."""
+    with np.errstate(divide="ignore"):
+        return np.log(p)
+
+
+def _args(dist, args, kwds, names):
+    """scipy's way of passing parameters: positionally after the value, or by keyword."""
+    if len(args) > len(names):
+        raise TypeError(f"{dist}: too many positional parameters (it takes {', '.join(names)})")
+    vals = dict(zip(names, args))
+    for k, v in kwds.items():
+        if k not in names:
+            raise TypeError(f"{dist}: unexpected parameter {k!r} (it takes {', '.join(names)})")
+        if k in vals:
+            raise TypeError(f"{dist}: got multiple values for parameter {k!r}")
+        vals[k] = v
+    return vals
+
+
+class _Frozen:
+    """``dist(*params)``: the distribution with its parameters fixed, as scipy's frozen ones."""
+
+    def __init__(self, dist, args, kwds):
+        self.dist, self.args, self.kwds = dist, args, kwds
+
+    def __getattr__(self, name):
+        method = getattr(self.dist, name)
+        if not callable(method):
+            return method
+        if name == "entropy":
+            return lambda: method(*self.args, **self.kwds)
+        return lambda x, *a, **k: method(x, *self.args, *a, **self.kwds, **k)
+
+
+class _Distribution:
+    """What every distribution shares: scipy's object for what ad does not write, freezing."""
+    name: str
+    shapes: tuple = ()
+
+    def __getattr__(self, name):
+        return getattr(getattr(st, self.name), name)
+
+    def __call__(self, *args, **kwds):
+        return _Frozen(self, args, kwds)
+
+    def __repr__(self):
+        return f"ad.scipy.stats.{self.name}"
+
+
+class rv_continuous(_Distribution):
+    """A location-scale family: each method standardizes ``z = (x - loc) / scale`` and asks the
+    family's ``_logpdf``, ``_cdf``... of z and the shape parameters. ``_support(z, *shapes)``
+    (None for the whole line) masks where the density is zero; ``_safe`` is a value inside,
+    evaluated in place of the outside ones so that no nan reaches a gradient."""
+    _safe, _bounds = 0.5, (-np.inf, np.inf)
+
+    def _support(self, z, *shapes):
+        return None
+
+    def _parse(self, args, kwds):
+        vals = _args(self.name, args, kwds, self.shapes + ("loc", "scale"))
+        missing = [s for s in self.shapes if s not in vals]
+        if missing:
+            raise TypeError(f"{self.name}: missing shape parameter(s) {', '.join(missing)}")
+        return [vals[s] for s in self.shapes], vals.get("loc", 0.0), vals.get("scale", 1.0)
+
+    def _standard(self, x, args, kwds):
+        """(z with the outside values replaced by ``_safe``, the raw z, the support mask or None,
+        the shapes, the scale)."""
+        shapes, loc, scale = self._parse(args, kwds)
+        z = (x - loc) / scale
+        inside = self._support(z, *shapes)
+        return (z if inside is None else np.where(inside, z, self._safe)), z, inside, shapes, scale
+
+    def logpdf(self, x, *args, **kwds):
+        z, _, inside, shapes, scale = self._standard(x, args, kwds)
+        value = self._logpdf(z, *shapes) - np.log(scale)
+        return value if inside is None else np.where(inside, value, -np.inf)
+
+    def pdf(self, x, *args, **kwds):
+        return np.exp(self.logpdf(x, *args, **kwds))
+
+    def cdf(self, x, *args, **kwds):
+        return self._outside_cdf(self._cdf, x, args, kwds, 0.0, 1.0)
+
+    def sf(self, x, *args, **kwds):
+        return self._outside_cdf(self._sf, x, args, kwds, 1.0, 0.0)
+
+    def logcdf(self, x, *args, **kwds):
+        return self._outside_cdf(self._logcdf, x, args, kwds, -np.inf, 0.0)
+
+    def logsf(self, x, *args, **kwds):
+        return self._outside_cdf(self._logsf, x, args, kwds, 0.0, -np.inf)
+
+    def _outside_cdf(self, method, x, args, kwds, below, above):
+        """A distribution function: ``below`` left of the support, ``above`` right of it."""
+        z, raw, inside, shapes, _ = self._standard(x, args, kwds)
+        value = method(z, *shapes)
+        if inside is None:
+            return value
+        return np.where(inside, value, np.where(raw < self._bounds[0], below, above))
+
+    # defaults from the others
+    def _sf(self, z, *shapes):
+        return 1 - self._cdf(z, *shapes)
+
+    def _logcdf(self, z, *shapes):
+        return _log(self._cdf(z, *shapes))
+
+    def _logsf(self, z, *shapes):
+        return _log(self._sf(z, *shapes))
+
+    def entropy(self, *args, **kwds):
+        shapes, _, scale = self._parse(args, kwds)
+        return self._entropy(*shapes) + np.log(scale)
+
+
+class norm_gen(rv_continuous):
+    name = "norm"
+
+    def _logpdf(self, z):
+        return -z * z / 2 - LOG_2PI / 2
+
+    def _cdf(self, z):
+        return sp.ndtr(z)
+
+    def _sf(self, z):
+        return sp.ndtr(-z)
+
+    def _logcdf(self, z):
+        return sp.log_ndtr(z)
+
+    def _logsf(self, z):
+        return sp.log_ndtr(-z)
+
+    def _entropy(self):
+        return (1 + LOG_2PI) / 2
+
+
+class t_gen(rv_continuous):
+    name, shapes = "t", ("df",)
+
+    def _logpdf(self, z, df):
+        return (sp.gammaln((df + 1) / 2) - sp.gammaln(df / 2) - (np.log(df) + LOG_PI) / 2
+                - (df + 1) / 2 * np.log1p(z * z / df))
+
+    def _cdf(self, z, df):
+        return sp.stdtr(df, z)
+
+    def _sf(self, z, df):
+        return sp.stdtr(df, -z)
+
+    def _entropy(self, df):
+        half = (df + 1) / 2
+        return half * (sp.psi(half) - sp.psi(df / 2)) + np.log(df) / 2 + sp.betaln(df / 2, 0.5)
+
+
+class cauchy_gen(rv_continuous):
+    name = "cauchy"
+
+    def _logpdf(self, z):
+        return -LOG_PI - np.log1p(z * z)
+
+    def _cdf(self, z):
+        return 0.5 + np.arctan(z) / math.pi
+
+    def _sf(self, z):
+        return 0.5 - np.arctan(z) / math.pi
+
+    def _entropy(self):
+        return math.log(4 * math.pi)
+
+
+class laplace_gen(rv_continuous):
+    """Its density has a kink at loc (|z|): the gradient there is a subgradient."""
+    name = "laplace"
+
+    def _logpdf(self, z):
+        return -np.abs(z) - LOG2
+
+    def _cdf(self, z):
+        half = np.exp(-np.abs(z)) / 2
+        return np.where(z < 0, half, 1 - half)
+
+    def _sf(self, z):
+        return self._cdf(-z)
+
+    def _logcdf(self, z):
+        return np.where(z < 0, -np.abs(z) - LOG2, np.log1p(-np.exp(-np.abs(z)) / 2))
+
+    def _logsf(self, z):
+        return self._logcdf(-z)
+
+    def _entropy(self):
+        return 1 + LOG2
+
+
+class logistic_gen(rv_continuous):
+    name = "logistic"
+
+    def _logpdf(self, z):
+        return sp.log_expit(z) + sp.log_expit(-z)
+
+    def _cdf(self, z):
+        return sp.expit(z)
+
+    def _sf(self, z):
+        return sp.expit(-z)
+
+    def _logcdf(self, z):
+        return sp.log_expit(z)
+
+    def _logsf(self, z):
+        return sp.log_expit(-z)
+
+    def _entropy(self):
+        return 2.0
+
+
+class _positive(rv_continuous):
+    """Supported on z >= 0."""
+    _bounds, _safe = (0.0, np.inf), 1.0
+
+    def _support(self, z, *shapes):
+        return z >= 0
+
+
+class gamma_gen(_positive):
+    name, shapes = "gamma", ("a",)
+
+    def _logpdf(self, z, a):
+        return sp.xlogy(a - 1, z) - z - sp.gammaln(a)
+
+    def _cdf(self, z, a):
+        return sp.gammainc(a, z)
+
+    def _sf(self, z, a):
+        return sp.gammaincc(a, z)
+
+    def _entropy(self, a):
+        return a + sp.gammaln(a) + (1 - a) * sp.psi(a)
+
+
+class chi2_gen(_positive):
+    name, shapes = "chi2", ("df",)
+
+    def _logpdf(self, z, df):
+        return sp.xlogy(df / 2 - 1, z) - z / 2 - sp.gammaln(df / 2) - df / 2 * LOG2
+
+    def _cdf(self, z, df):
+        return sp.gammainc(df / 2, z / 2)
+
+    def _sf(self, z, df):
+        return sp.gammaincc(df / 2, z / 2)
+
+    def _entropy(self, df):
+        return gamma._entropy(df / 2) + LOG2
+
+
+class expon_gen(_positive):
+    name = "expon"
+
+    def _logpdf(self, z):
+        return -z
+
+    def _cdf(self, z):
+        return -np.expm1(-z)
+
+    def _sf(self, z):
+        return np.exp(-z)
+
+    def _logcdf(self, z):
+        return _log(-np.expm1(-z))
+
+    def _logsf(self, z):
+        return -z
+
+    def _entropy(self):
+        return 1.0
+
+
+class beta_gen(rv_continuous):
+    name, shapes = "beta", ("a", "b")
+    _bounds = (0.0, 1.0)
+
+    def _support(self, z, a, b):
+        return (z >= 0) & (z <= 1)
+
+    def _logpdf(self, z, a, b):
+        return sp.xlogy(a - 1, z) + sp.xlog1py(b - 1, -z) - sp.betaln(a, b)
+
+    def _cdf(self, z, a, b):
+        return sp.betainc(a, b, z)
+
+    def _sf(self, z, a, b):
+        return sp.betaincc(a, b, z)
+
+    def _entropy(self, a, b):
+        return (sp.betaln(a, b) - (a - 1) * sp.psi(a) - (b - 1) * sp.psi(b)
+                + (a + b - 2) * sp.psi(a + b))
+
+
+class rv_discrete(_Distribution):
+    """A discrete family on the integers, shifted by ``loc``: the mass is zero off the integers
+    of its support, as in scipy; differentiable in the parameters (k is data)."""
+
+    def _parse(self, args, kwds):
+        vals = _args(self.name, args, kwds, self.shapes + ("loc",))
+        missing = [s for s in self.shapes if s not in vals]
+        if missing:
+            raise TypeError(f"{self.name}: missing shape parameter(s) {', '.join(missing)}")
+        return [vals[s] for s in self.shapes], vals.get("loc", 0)
+
+    def _standard(self, k, args, kwds):
+        shapes, loc = self._parse(args, kwds)
+        k = k - loc
+        inside = (k >= 0) & (k == np.floor(k)) & self._within(k, *shapes)
+        return np.where(inside, k, 0), inside, shapes
+
+    def _within(self, k, *shapes):
+        return True
+
+    def logpmf(self, k, *args, **kwds):
+        k, inside, shapes = self._standard(k, args, kwds)
+        return np.where(inside, self._logpmf(k, *shapes), -np.inf)
+
+    def pmf(self, k, *args, **kwds):
+        return np.exp(self.logpmf(k, *args, **kwds))
+
+    def cdf(self, k, *args, **kwds):
+        shapes, loc = self._parse(args, kwds)
+        k = np.floor(k - loc)
+        inside = k >= 0
+        return np.where(inside, self._cdf(np.where(inside, k, 0), *shapes), 0.0)
+
+    def sf(self, k, *args, **kwds):
+        shapes, loc = self._parse(args, kwds)
+        k = np.floor(k - loc)
+        inside = k >= 0
+        return np.where(inside, self._sf(np.where(inside, k, 0), *shapes), 1.0)
+
+    def logcdf(self, k, *args, **kwds):
+        return _log(self.cdf(k, *args, **kwds))
+
+    def logsf(self, k, *args, **kwds):
+        return _log(self.sf(k, *args, **kwds))
+
+
+class poisson_gen(rv_discrete):
+    name, shapes = "poisson", ("mu",)
+
+    def _logpmf(self, k, mu):
+        return sp.xlogy(k, mu) - sp.gammaln(k + 1) - mu
+
+    def _cdf(self, k, mu):
+        return sp.pdtr(k, mu)
+
+    def _sf(self, k, mu):
+        return sp.pdtrc(k, mu)
+
+
+class binom_gen(rv_discrete):
+    name, shapes = "binom", ("n", "p")
+
+    def _within(self, k, n, p):
+        return k <= n
+
+    def _logpmf(self, k, n, p):
+        return (sp.gammaln(n + 1) - sp.gammaln(k + 1) - sp.gammaln(n - k + 1)
+                + sp.xlogy(k, p) + sp.xlog1py(n - k, -p))
+
+    def _cdf(self, k, n, p):
+        return sp.bdtr(np.minimum(k, n), n, p)
+
+    def _sf(self, k, n, p):
+        return sp.bdtrc(np.minimum(k, n), n, p)
+
+
+norm, t, cauchy, laplace, logistic = norm_gen(), t_gen(), cauchy_gen(), laplace_gen(), logistic_gen()
+gamma, chi2, expon, beta = gamma_gen(), chi2_gen(), expon_gen(), beta_gen()
+poisson, binom = poisson_gen(), binom_gen()
+
+
+# -- multivariate ------------------------------------------------------------------------------
+
+class dirichlet_gen(_Distribution):
+    """``x`` holds the K components on its first axis (scipy's layout), or K - 1 of them."""
+    name = "dirichlet"
+
+    def _components(self, x, alpha):
+        if np.ndim(alpha) != 1:
+            raise ValueError("Parameter vector 'a' must be one dimensional")
+        if np.shape(x)[0] == np.shape(alpha)[0] - 1:
+            x = np.concatenate([x, 1 - np.sum(x, axis=0, keepdims=True)], axis=0)
+        if np.shape(x)[0] != np.shape(alpha)[0]:
+            raise ValueError(f"x's first axis has {np.shape(x)[0]} components, alpha {np.shape(alpha)[0]}")
+        return x
+
+    def _lnB(self, alpha):
+        return np.sum(sp.gammaln(alpha)) - sp.gammaln(np.sum(alpha))
+
+    def logpdf(self, x, alpha):
+        x = self._components(x, alpha)
+        a = np.reshape(alpha, (-1,) + (1,) * (np.ndim(x) - 1))
+        return np.sum(sp.xlogy(a - 1, x), axis=0) - self._lnB(alpha)
+
+    def pdf(self, x, alpha):
+        return np.exp(self.logpdf(x, alpha))
+
+    def mean(self, alpha):
+        return alpha / np.sum(alpha)
+
+    def var(self, alpha):
+        a0 = np.sum(alpha)
+        return alpha * (a0 - alpha) / (a0 * a0 * (a0 + 1))
+
+    def entropy(self, alpha):
+        a0, k = np.sum(alpha), np.shape(alpha)[0]
+        return self._lnB(alpha) + (a0 - k) * sp.psi(a0) - np.sum((alpha - 1) * sp.psi(alpha))
+
+
+class multivariate_normal_gen(_Distribution):
+    """``cov`` a matrix (its lower triangle is read, as scipy's eigh reads it), a vector (the
+    diagonal) or a scalar (times the identity); x of shape (..., d), as scipy takes it."""
+    name = "multivariate_normal"
+
+    def _parameters(self, mean, cov, allow_singular):
+        if allow_singular:
+            raise NotImplementedError(
+                "ad.scipy.stats.multivariate_normal with allow_singular=True (a pseudo-determinant) "
+                "is not written: pass a positive definite cov")
+        dim = (np.size(mean) if mean is not None else np.shape(cov)[0] if np.ndim(cov) == 2 else 1)
+        if np.ndim(cov) == 2:
+            chol = np.linalg.cholesky(cov)
+        else:
+            std = np.sqrt(cov) * np.ones(dim)
+            chol = std[:, None] * np.eye(dim)
+        mean = np.zeros(dim) if mean is None else np.broadcast_to(mean, (dim,))
+        return dim, mean, chol
+
+    def logpdf(self, x, mean=None, cov=1, allow_singular=False):
+        dim, mean, chol = self._parameters(mean, cov, allow_singular)
+        if np.ndim(x) == 0 or np.ndim(x) == 1 and dim == 1:
+            x = np.reshape(x, (-1, 1))
+        dev = np.reshape(x - mean, (-1, dim))
+        white = solve_triangular(chol, dev.T, lower=True)
+        logdet = 2 * np.sum(np.log(np.diagonal(chol)))
+        out = -(dim * LOG_2PI + logdet + np.sum(white * white, axis=0)) / 2
+        return np.reshape(out, np.shape(x)[:-1]) if np.ndim(x) > 2 else np.squeeze(out)
+
+    def pdf(self, x, mean=None, cov=1, allow_singular=False):
+        return np.exp(self.logpdf(x, mean, cov, allow_singular))
+
+    def entropy(self, mean=None, cov=1):
+        dim, _, chol = self._parameters(mean, cov, False)
+        return (dim * (1 + LOG_2PI)) / 2 + np.sum(np.log(np.diagonal(chol)))
+
+
+dirichlet, multivariate_normal = dirichlet_gen(), multivariate_normal_gen()

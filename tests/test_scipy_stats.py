@@ -1,0 +1,255 @@
+"""ad.scipy.stats: scipy's values, gradients by finite differences in the value and every
+parameter, closure = lifted = compiled, float32, and the gradients of HIPS autograd.scipy.stats
+and torch.distributions where they have the function. ``differentiates`` is shared with the
+other ad.scipy tests."""
+from __future__ import annotations
+
+import zlib
+
+import autograd
+import autograd.numpy as anp
+import autograd.scipy.stats as ast
+import numpy as np
+import pytest
+import scipy.stats as st
+import torch
+
+import ad
+import ad.scipy.stats as ads
+from ad.checks.fd import dot_product_test
+from ad.checks.settings import fd_rtol
+from ad.errors import NonDifferentiableError
+
+
+def differentiates(fn, *xs, domains=None, float32=True, fd_tol=None):
+    """The gradient checks of the registry-wide tests on one call: finite differences (the
+    dot-product test, converged), the closure, lifted (with and without passes) and compiled
+    forms agreeing, and float32 in giving float32 gradients close to float64's."""
+    rng = np.random.default_rng(zlib.crc32(repr([np.shape(x) for x in xs]).encode()))
+    xs = [np.asarray(x, dtype=np.float64) for x in xs]
+    y, pullback = ad.vjp(fn, *xs)
+    tol = fd_tol or fd_rtol([np.float64])
+    for lhs, rhs, est in dot_product_test(fn, pullback, xs, rng=rng, domains=domains):
+        assert est.converged, f"finite differences did not converge ({est.error:.2e})"
+        assert abs(lhs - rhs) <= tol * max(1.0, abs(lhs), abs(rhs)), (lhs, rhs)
+    w = rng.standard_normal(np.shape(y))
+    loss = lambda *v: np.sum(fn(*v) * w)    # noqa: E731
+    argnums = tuple(range(len(xs)))
+    ref = ad.grad(loss, argnums, form="closure")(*xs)
+    for form, optimize in (("lifted", False), ("lifted", True), ("compiled", True)):
+        for r, g in zip(ref, ad.grad(loss, argnums, form=form, optimize=optimize)(*xs)):
+            np.testing.assert_allclose(g, r, rtol=1e-12, atol=1e-12, err_msg=f"{form} optimize={optimize}")
+    if float32:
+        g32 = ad.grad(lambda *v: np.sum(fn(*v) * w.astype(np.float32)), argnums)(*[x.astype(np.float32) for x in xs])
+        for a, b in zip(g32, ref):
+            assert np.result_type(a) == np.float32
+            np.testing.assert_allclose(a, b, rtol=2e-3, atol=2e-3)
+
+
+# -- the distributions and where they are checked -----------------------------------------------
+X = np.array([-1.5, -0.3, 0.4, 1.2, 2.5])        # values, also outside a support
+POS = np.array([0.3, 0.8, 1.4, 2.2, 3.1])
+UNIT = np.array([0.15, 0.3, 0.5, 0.7, 0.85])
+# name: (shape parameters, where the value is drawn, the domain of each shape parameter)
+CONTINUOUS = {
+    "norm": ((), X), "t": ((3.5,), X), "cauchy": ((), X), "laplace": ((), X), "logistic": ((), X),
+    "gamma": ((2.5,), POS), "chi2": ((3.0,), POS), "expon": ((), POS), "beta": ((2.5, 1.5), UNIT),
+}
+METHODS = ("logpdf", "pdf", "cdf", "sf", "logcdf", "logsf")
+# the derivatives scipy.special has no closed form for: these shapes are refused in cdf/sf
+NO_SHAPE_GRADIENT = {"t", "gamma", "chi2", "beta"}
+
+
+@pytest.mark.parametrize("name", CONTINUOUS)
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_values_equal_scipy(name, method, dtype):
+    shapes, _ = CONTINUOUS[name]
+    x = np.linspace(-2.0, 4.0, 25).astype(dtype)          # inside and outside every support
+    for loc, scale in ((0.0, 1.0), (0.3, 1.7)):
+        got = getattr(getattr(ads, name), method)(x, *shapes, loc=loc, scale=scale)
+        want = getattr(getattr(st, name), method)(x, *shapes, loc=loc, scale=scale)
+        tol = 1e-10 if dtype == np.float64 else 2e-5
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    assert np.allclose(getattr(ads, name).entropy(*shapes, scale=2.0), getattr(st, name).entropy(*shapes, scale=2.0))
+
+
+def test_parameters_pass_as_scipy_takes_them():
+    x = np.array([0.5, 1.5])
+    np.testing.assert_allclose(ads.gamma.logpdf(x, a=2.0, scale=3.0), st.gamma.logpdf(x, a=2.0, scale=3.0))
+    np.testing.assert_allclose(ads.t.cdf(x, 4.0, 1.0, 2.0), st.t.cdf(x, 4.0, 1.0, 2.0))
+    np.testing.assert_allclose(ads.norm(1.0, 2.0).logpdf(x), st.norm(1.0, 2.0).logpdf(x))
+    np.testing.assert_allclose(ads.beta(2.0, 3.0).entropy(), st.beta(2.0, 3.0).entropy())
+    assert ads.norm.rvs(size=3, random_state=0).shape == (3,)         # scipy's own for the rest
+    with pytest.raises(TypeError, match="missing shape parameter"):
+        ads.gamma.logpdf(x)
+    with pytest.raises(TypeError, match="unexpected parameter"):
+        ads.norm.logpdf(x, mu=1.0)
+
+
+@pytest.mark.parametrize("name", CONTINUOUS)
+@pytest.mark.parametrize("method", METHODS)
+def test_gradients_in_the_value_and_every_parameter(name, method):
+    shapes, x = CONTINUOUS[name]
+    f = getattr(getattr(ads, name), method)
+    with_shapes = method in ("logpdf", "pdf") or name not in NO_SHAPE_GRADIENT
+    if with_shapes:
+        differentiates(lambda x, loc, scale, *s: f(x, *s, loc=loc, scale=scale), x * 1.3 + 0.2, 0.2, 1.3, *shapes)
+    else:
+        differentiates(lambda x, loc, scale: f(x, *shapes, loc=loc, scale=scale), x * 1.3 + 0.2, 0.2, 1.3)
+
+
+@pytest.mark.parametrize("name", ["t", "gamma", "chi2", "beta"])
+def test_a_shape_without_a_closed_form_derivative_refuses(name):
+    shapes, x = CONTINUOUS[name]
+    with pytest.raises(NonDifferentiableError, match="no closed form"):
+        ad.grad(lambda s: np.sum(getattr(ads, name).cdf(x, s, *shapes[1:])))(np.float64(shapes[0]))
+
+
+@pytest.mark.parametrize("name", CONTINUOUS)
+def test_entropy_gradients(name):
+    shapes, _ = CONTINUOUS[name]
+    differentiates(lambda scale, *s: getattr(ads, name).entropy(*s, scale=scale), 1.3, *shapes)
+
+
+# -- discrete ---------------------------------------------------------------------------------
+K = np.array([0, 1, 2, 3, 5, 7, -1, 2.5])
+
+
+@pytest.mark.parametrize("name,shapes", [("poisson", (2.3,)), ("binom", (5, 0.3))])
+@pytest.mark.parametrize("method", ["logpmf", "pmf", "cdf", "sf", "logcdf", "logsf"])
+def test_discrete_values_and_gradients(name, shapes, method):
+    f = getattr(getattr(ads, name), method)
+    with np.errstate(divide="ignore"):
+        np.testing.assert_allclose(f(K, *shapes), getattr(getattr(st, name), method)(K, *shapes), rtol=1e-10)
+    k = np.array([0.0, 1.0, 2.0, 4.0])
+    if name == "poisson":
+        differentiates(lambda mu: f(k, mu), 2.3)
+    else:
+        differentiates(lambda p: f(k, 5, p), 0.3, domains=[(0.0, 1.0)])
+
+
+# -- multivariate -------------------------------------------------------------------------------
+RNG = np.random.default_rng(7)
+B = RNG.standard_normal((3, 3))
+MEAN, PTS = RNG.standard_normal(3), RNG.standard_normal((4, 3))
+ALPHA = np.array([1.5, 2.0, 3.0])
+SIMPLEX = np.array([[0.2, 0.3, 0.1], [0.3, 0.3, 0.6], [0.5, 0.4, 0.3]])   # components on axis 0
+
+
+def _cov(b):
+    return b @ b.T + np.eye(3)
+
+
+def test_multivariate_values_equal_scipy():
+    mvn, smvn = ads.multivariate_normal, st.multivariate_normal
+    C = _cov(B)
+    for args in ((PTS, MEAN, C), (PTS[0], MEAN, C), (PTS, MEAN, 2.0), (PTS, MEAN, np.array([1.0, 2.0, 3.0])),
+                 (X, None, 2.0), (1.2, 0.5, 2.0), (RNG.standard_normal((2, 4, 3)), MEAN, C)):
+        for m in ("logpdf", "pdf"):
+            got, want = getattr(mvn, m)(*args), getattr(smvn, m)(*args)
+            assert np.shape(got) == np.shape(want)
+            np.testing.assert_allclose(got, want, rtol=1e-10)
+    np.testing.assert_allclose(mvn.entropy(MEAN, C), smvn.entropy(MEAN, C))
+    for m in ("logpdf", "pdf"):
+        np.testing.assert_allclose(getattr(ads.dirichlet, m)(SIMPLEX, ALPHA), getattr(st.dirichlet, m)(SIMPLEX, ALPHA))
+        np.testing.assert_allclose(getattr(ads.dirichlet, m)(SIMPLEX[:2], ALPHA), getattr(st.dirichlet, m)(SIMPLEX[:2], ALPHA))
+    for m in ("mean", "var", "entropy"):
+        np.testing.assert_allclose(getattr(ads.dirichlet, m)(ALPHA), getattr(st.dirichlet, m)(ALPHA))
+    with pytest.raises(NotImplementedError, match="allow_singular"):
+        mvn.logpdf(PTS, MEAN, C, allow_singular=True)
+
+
+def test_multivariate_gradients():
+    differentiates(lambda x, m, c: ads.multivariate_normal.logpdf(x, m, c), PTS, MEAN, _cov(B))   # a full cov
+    differentiates(lambda x, m, b: ads.multivariate_normal.pdf(x, m, _cov(b)), PTS, MEAN, B)
+    differentiates(lambda x, m, d: ads.multivariate_normal.logpdf(x, m, d), PTS, MEAN, np.array([1.0, 2.0, 3.0]))
+    differentiates(lambda m, b: ads.multivariate_normal.entropy(m, _cov(b)), MEAN, B)
+    differentiates(lambda x, a: ads.dirichlet.logpdf(x, a), SIMPLEX, ALPHA)
+    differentiates(lambda a: ads.dirichlet.entropy(a), ALPHA)
+
+
+# -- oracles --------------------------------------------------------------------------------------
+AUTOGRAD = [   # (ad's function, autograd's, its arguments, which of them autograd differentiates)
+    (ads.norm.logpdf, ast.norm.logpdf, (X, 0.3, 1.7), (0, 1, 2)),
+    (ads.norm.pdf, ast.norm.pdf, (X, 0.3, 1.7), (0, 1, 2)),
+    (ads.norm.cdf, ast.norm.cdf, (X, 0.3, 1.7), (0, 1, 2)),
+    (ads.norm.sf, ast.norm.sf, (X, 0.3, 1.7), (0, 1, 2)),
+    (ads.norm.logcdf, ast.norm.logcdf, (X, 0.3, 1.7), (0, 1, 2)),
+    (ads.norm.logsf, ast.norm.logsf, (X, 0.3, 1.7), (0, 1, 2)),
+    (ads.t.logpdf, ast.t.logpdf, (X, 3.5, 0.3, 1.7), (0, 1, 2, 3)),
+    (ads.t.pdf, ast.t.pdf, (X, 3.5, 0.3, 1.7), (0, 1, 2, 3)),
+    (ads.t.cdf, ast.t.cdf, (X, 3.5, 0.3, 1.7), (0, 2)),          # autograd: x and loc only
+    (ads.t.logcdf, ast.t.logcdf, (X, 3.5, 0.3, 1.7), (0, 2)),
+    (ads.gamma.logpdf, ast.gamma.logpdf, (POS, 2.5), (0, 1)),
+    (ads.gamma.pdf, ast.gamma.pdf, (POS, 2.5), (0, 1)),
+    (ads.gamma.cdf, ast.gamma.cdf, (POS, 2.5), (0,)),
+    (ads.beta.logpdf, ast.beta.logpdf, (UNIT, 2.5, 1.5), (0, 1, 2)),
+    (ads.beta.pdf, ast.beta.pdf, (UNIT, 2.5, 1.5), (0, 1, 2)),
+    (ads.beta.cdf, ast.beta.cdf, (UNIT, 2.5, 1.5), (0,)),
+    (ads.chi2.logpdf, ast.chi2.logpdf, (POS, 3.0), (0,)),
+    (ads.chi2.pdf, ast.chi2.pdf, (POS, 3.0), (0,)),
+    (ads.chi2.cdf, ast.chi2.cdf, (POS, 3.0), (0,)),
+    (ads.poisson.logpmf, ast.poisson.logpmf, (np.array([0.0, 1.0, 3.0]), 2.3), (1,)),
+    (ads.poisson.pmf, ast.poisson.pmf, (np.array([0.0, 1.0, 3.0]), 2.3), (1,)),
+    (ads.poisson.cdf, ast.poisson.cdf, (np.array([0.0, 1.0, 3.0]), 2.3), (1,)),
+    (ads.dirichlet.logpdf, ast.dirichlet.logpdf, (SIMPLEX[:, 0], ALPHA), (0, 1)),
+    (ads.dirichlet.pdf, ast.dirichlet.pdf, (SIMPLEX[:, 0], ALPHA), (0, 1)),
+    (lambda x, m, b: ads.multivariate_normal.logpdf(x, m, _cov(b)),
+     lambda x, m, b: ast.multivariate_normal.logpdf(x, m, anp.dot(b, b.T) + anp.eye(3)), (PTS, MEAN, B), (0, 1, 2)),
+    (lambda x, m, b: ads.multivariate_normal.pdf(x, m, _cov(b)),
+     lambda x, m, b: ast.multivariate_normal.pdf(x, m, anp.dot(b, b.T) + anp.eye(3)), (PTS, MEAN, B), (0, 1, 2)),
+    (lambda m, b: ads.multivariate_normal.entropy(m, _cov(b)),
+     lambda m, b: ast.multivariate_normal.entropy(m, anp.dot(b, b.T) + anp.eye(3)), (MEAN, B), (1,)),
+]
+
+
+@pytest.mark.parametrize("ours,theirs,args,argnums", AUTOGRAD,
+                         ids=[f"{i}-{getattr(t, '__qualname__', t)}" for i, (_, t, _, _) in enumerate(AUTOGRAD)])
+def test_gradients_equal_autograd(ours, theirs, args, argnums):
+    args = [np.asarray(a, dtype=np.float64) for a in args]
+    np.testing.assert_allclose(ours(*args), theirs(*args), rtol=1e-10)
+    for i in argnums:
+        want = autograd.grad(lambda *v: anp.sum(theirs(*v)), i)(*args)
+        got = ad.grad(lambda *v: np.sum(ours(*v)), i)(*args)
+        np.testing.assert_allclose(got, want, rtol=1e-8, atol=1e-12, err_msg=f"argument {i}")
+
+
+def _t(x):
+    return torch.tensor(np.asarray(x, dtype=np.float64), requires_grad=True)
+
+
+TD = torch.distributions
+TORCH = [   # (ad's log density of (x, *params), torch's distribution of params, x, params)
+    (lambda x, m, s: ads.norm.logpdf(x, m, s), TD.Normal, X, (0.3, 1.7)),
+    (lambda x, df, m, s: ads.t.logpdf(x, df, m, s), TD.StudentT, X, (3.5, 0.3, 1.7)),
+    (lambda x, m, s: ads.cauchy.logpdf(x, m, s), TD.Cauchy, X, (0.3, 1.7)),
+    (lambda x, m, s: ads.laplace.logpdf(x, m, s), TD.Laplace, X, (0.3, 1.7)),
+    (lambda x, a, rate: ads.gamma.logpdf(x, a, scale=1 / rate), TD.Gamma, POS, (2.5, 0.7)),
+    (lambda x, a, b: ads.beta.logpdf(x, a, b), TD.Beta, UNIT, (2.5, 1.5)),
+    (lambda x, df: ads.chi2.logpdf(x, df), TD.Chi2, POS, (3.0,)),
+    (lambda x, rate: ads.expon.logpdf(x, scale=1 / rate), TD.Exponential, POS, (0.7,)),
+    (lambda k, mu: ads.poisson.logpmf(k, mu), TD.Poisson, np.array([0.0, 1.0, 3.0]), (2.3,)),
+    (lambda k, p: ads.binom.logpmf(k, 5, p), lambda p: TD.Binomial(5, probs=p), np.array([0.0, 1.0, 3.0]), (0.3,)),
+    (lambda x, a: ads.dirichlet.logpdf(x.T, a), TD.Dirichlet, SIMPLEX.T, (ALPHA,)),
+    (lambda x, m, c: ads.multivariate_normal.logpdf(x, m, c),
+     lambda m, c: TD.MultivariateNormal(m, scale_tril=torch.linalg.cholesky(c)), PTS, (MEAN, _cov(B))),
+]
+
+
+@pytest.mark.parametrize("ours,dist,x,params", TORCH, ids=[str(i) for i in range(len(TORCH))])
+def test_log_densities_equal_torch(ours, dist, x, params):
+    """torch.distributions' log_prob and its gradients in the value (continuous ones) and the
+    parameters (the integer k of a discrete one too: both differentiate its formula); a
+    covariance reaches torch through its lower Cholesky factor, so both read its lower triangle."""
+    tx, tps = _t(x), [_t(p) for p in params]
+    want = dist(*tps).log_prob(tx)
+    want.sum().backward()
+    argnums = tuple(range(len(params) + 1))
+    got = ad.grad(lambda *v: np.sum(ours(*v)), argnums)(np.asarray(x, dtype=np.float64), *map(np.float64, params))
+    np.testing.assert_allclose(ours(x, *params), want.detach().numpy(), rtol=1e-10)
+    for i, (g, t) in enumerate(zip(got, [tx, *tps])):
+        want_g = t.grad.numpy()
+        if want_g.ndim == 2 and t is not tx:      # a covariance: the gradient on its lower triangle
+            want_g = np.tril(want_g + want_g.T) - np.diag(np.diag(want_g))
+        np.testing.assert_allclose(g, want_g, rtol=1e-8, atol=1e-10, err_msg=f"argument {i}")
