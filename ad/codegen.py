@@ -65,10 +65,13 @@ def _value_src(v, ns: _Namespace) -> str:
 
 def _complex_src(v: complex) -> str:
     """A complex number as Python writes it (``(2+1j)``, ``-1j``), if that reads back as the
-    same number: a signed zero part does not always (``-1j`` is ``(-0-1j)``, and ``(-0-1j)``
-    reads back as ``-1j`` with a positive real zero); else ``complex(re, im)``."""
+    same number: signed zeros do not always (Python's repr of ``-1j`` is ``(-0-1j)``, which
+    reads back with a positive real zero; ``0-1j`` is ``(0-1j)``, not ``-1j``); else
+    ``complex(re, im)``."""
     if math.isfinite(v.real) and math.isfinite(v.imag):
-        for text in (repr(v), "-" + repr(-v)):
+        sign = "-" if math.copysign(1, v.imag) < 0 else "+"
+        written = f"({_short_float(v.real)}{sign}{_short_float(abs(v.imag))}j)"
+        for text in (repr(v), "-" + repr(-v), written):
             try:
                 back = complex(ast.literal_eval(text))
             except ValueError:         # -(-0+1j): not a literal
@@ -77,6 +80,11 @@ def _complex_src(v: complex) -> str:
                    for a, b in ((back.real, v.real), (back.imag, v.imag))):
                 return text
     return f"complex({_value_src(v.real, None)}, {_value_src(v.imag, None)})"
+
+
+def _short_float(x: float) -> str:
+    text = repr(x)
+    return text[:-2] if text.endswith(".0") else text
 
 
 def _operand_src(x, ns) -> str:

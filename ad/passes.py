@@ -108,9 +108,10 @@ def fold(tape: Tape) -> Tape:
             out = e.prim.impl(*(x.value for x in inputs), **e.kwargs)
             outs = out if e.prim.multiple_results else (out,)
             for v, o in zip(e.outputs, outs):
+                scalar = not isinstance(o, np.ndarray)    # what numpy returned: keep a scalar one
                 o = np.asarray(o, v.aval.dtype)
                 o.flags.writeable = False
-                subst[v] = Lit(o, v.aval)
+                subst[v] = Lit(o[()] if scalar else o, v.aval)
             continue
         kept.append((i, e))
     return _rebuild(tape, kept, subst)

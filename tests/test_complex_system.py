@@ -59,7 +59,8 @@ def test_complex_literals_read_like_python():
     assert _value_src(-1j, None) == "-1j"                  # (-0-1j), as Python reads -1j
     assert _value_src(np.complex64(1.5 - 2j), None) == "np.complex64(1.5-2j)"
     assert _value_src(complex(NAN, INF), None) == "complex(float('nan'), float('inf'))"
-    assert _value_src(complex(0.0, -1.0), None) == "complex(0.0, -1.0)"   # -1j would make the 0 negative
+    assert _value_src(complex(0.0, -1.0), None) == "(0-1j)"          # -1j would make the 0 negative
+    assert _value_src(complex(1.5, -0.0), None) == "complex(1.5, -0.0)"
 
 
 def program(z):
@@ -103,6 +104,13 @@ def test_complex_zeros_from_zero_propagation_compile():
     _, (gz, gw) = ad.compile(gt)(Z, Z)
     assert gw.dtype == np.complex128 and not gw.any()
     np.testing.assert_array_equal(gz, [2 + 1j, 0, 0])          # L = 2x - y: dL/dx - i dL/dy
+
+
+def test_folded_complex_scalars_are_written_inline():
+    f = lambda z: np.imag(z[2] * (1 + 2j))      # noqa: E731  L = 2x + y: g = 2 - 1j
+    gt = ad.optimize(ad.grad_tape(f, Z))
+    assert "setitem(v7, np.complex128(2-1j), index=(2,))" in ad.compile(gt).source
+    np.testing.assert_array_equal(ad.compile(gt)(Z)[1], [0, 0, 2 - 1j])
 
 
 # -- passes ----------------------------------------------------------------------------------------
