@@ -1,5 +1,5 @@
-"""The sweep of numpy's namespace (issue 13): every public callable of ``np`` and ``np.linalg``
-and every ufunc is classified once, in ad/lib/coverage.py, and docs/coverage.md shows the current
+"""The sweep of numpy's namespace (issue 13): every public callable of ``np``, ``np.linalg``,
+``np.fft`` and every ufunc is classified once, in ad/lib/coverage.py, and docs/coverage.md shows the current
 classification. A new rule, a new numpy function or a stale entry fails here until the file and
 the page are updated (``python -m ad.lib.coverage``)."""
 from pathlib import Path
@@ -51,3 +51,5 @@ def test_numpy_implemented_names_have_an_implementation(name):
 def test_the_page_shows_the_current_classification():
     assert coverage.sweep_markdown() in DOC, "regenerate docs/coverage.md: python -m ad.lib.coverage"
     assert coverage.markdown() in DOC, "regenerate docs/coverage.md: python -m ad.lib.coverage"
+    assert coverage.complex_markdown() in DOC, "regenerate docs/coverage.md: python -m ad.lib.coverage"
+

@@ -1,5 +1,5 @@
 """Which numpy names ad differentiates, and why the others are not: the one place that classifies
-every public callable of ``np``, ``np.linalg`` and every ufunc (issue 13's sweep).
+every public callable of ``np``, ``np.linalg``, ``np.fft`` and every ufunc (issue 13's sweep).
 
 Classes, read from the dispatch tables where they can be:
 
@@ -32,7 +32,8 @@ def _by_reason(table: dict[str, str]) -> dict[str, str]:
 
 NUMPY_IMPLEMENTED = set(
     "fix flatnonzero iscomplexobj isrealobj isneginf isposinf put_along_axis resize result_type "
-    "rollaxis row_stack logspace tril_indices_from triu_indices_from diag_indices_from ix_".split())
+    "rollaxis row_stack logspace tril_indices_from triu_indices_from diag_indices_from ix_ "
+    "fft.fftfreq fft.rfftfreq".split())
 
 NOT_APPLICABLE = _by_reason({
     "I/O and buffers": "load loadtxt save savetxt savez savez_compressed genfromtxt fromfile fromregex "
@@ -41,7 +42,7 @@ NOT_APPLICABLE = _by_reason({
                                       "format_float_positional format_float_scientific typename info "
                                       "set_printoptions get_printoptions printoptions",
     "configuration of numpy itself": "get_include show_config show_runtime test getbufsize setbufsize geterr "
-                                     "seterr geterrcall seterrcall linalg.test",
+                                     "seterr geterrcall seterrcall linalg.test fft.test",
     "dtype and shape introspection (no array values)": "can_cast common_type isdtype issubdtype min_scalar_type "
                                                        "mintypecode promote_types broadcast_shapes isscalar iterable",
     "memory layout, identity, matrix subclass": "isfortran may_share_memory shares_memory require asmatrix bmat "
@@ -61,7 +62,7 @@ NOT_APPLICABLE = _by_reason({
 })
 
 MISSING = _by_reason({
-    "complex results (ad traces real arrays)": "linalg.eig linalg.eigvals roots sort_complex",
+    "no handler yet (roots: eigenvalues of the companion matrix; sort_complex: a lexicographic sort)": "roots sort_complex",
     "calls a Python function on concrete slices or elements": "apply_along_axis apply_over_axes piecewise "
                                                              "frompyfunc fromfunction fromiter",
     "no handler yet; a composition of covered functions is possible": "geomspace i0 insert unwrap polyfit "
@@ -80,8 +81,9 @@ def _public(module, prefix: str) -> dict[str, object]:
 
 
 def public() -> dict[str, object]:
-    """Every public callable of ``np`` (ufuncs included) and ``np.linalg``, by name (``linalg.x``)."""
-    return _public(np, "") | _public(np.linalg, "linalg.")
+    """Every public callable of ``np`` (ufuncs included), ``np.linalg`` and ``np.fft``, by name
+    (``linalg.x``, ``fft.x``)."""
+    return _public(np, "") | _public(np.linalg, "linalg.") | _public(np.fft, "fft.")
 
 
 def classify(name: str, f) -> tuple[str, str]:
@@ -103,11 +105,12 @@ def sweep() -> dict[str, tuple[str, str]]:
 
 def supported() -> dict[str, list[str]]:
     """{numpy namespace: sorted names}: ufuncs, ufunc methods and functions with a handler."""
-    groups: dict[str, set[str]] = {"ufuncs": {f"np.{u.__name__}" for u in UFUNCS},
+    groups: dict[str, set[str]] = {"ufuncs": {_fname(u) for u in UFUNCS if _fname(u).startswith("np.")},
                                    "ufunc methods": {f"np.{u.__name__}.{m}" for u, m in UFUNC_METHODS}}
     for f in FUNCTIONS:
         name = _fname(f)
-        groups.setdefault(name.rpartition(".")[0] + " functions", set()).add(name)
+        if name.startswith("np."):      # scipy's names: ad.scipy's own tables (loaded lazily)
+            groups.setdefault(name.rpartition(".")[0] + " functions", set()).add(name)
     return {k: sorted(v) for k, v in sorted(groups.items())}
 
 
@@ -125,7 +128,7 @@ def sweep_markdown() -> str:
     classes = sweep()
     counts = {c: sum(1 for k, _ in classes.values() if k == c) for c in
               ("rule", "numpy", "not applicable", "missing", "unclassified")}
-    lines = [f"Public callables of `np` and `np.linalg` (ufuncs included): {len(classes)}. "
+    lines = [f"Public callables of `np`, `np.linalg` and `np.fft` (ufuncs included): {len(classes)}. "
              f"With a rule or a composition: {counts['rule']}; through numpy's own implementation: "
              f"{counts['numpy']}; not applicable: {counts['not applicable']}; missing: {counts['missing']}"
              + (f"; unclassified: {counts['unclassified']}" if counts["unclassified"] else "") + ".",
@@ -152,12 +155,13 @@ def _numpy_takes_complex(prim) -> bool:
 
 
 def complex_classes() -> dict[str, list[str]]:
-    """{class: sorted primitive names} for every differentiable primitive with samples: ``rule``
+    """{class: sorted primitive names} for every differentiable primitive of numpy and ad.nn with
+    samples (ad.scipy's, loaded lazily, all refuse complex operands): ``rule``
     (its rule takes complex operands), ``numpy refuses`` (numpy has no complex version), ``refused``
     (numpy computes it; ad refuses its gradient with complex values until a rule is written)."""
     classes: dict[str, list[str]] = {"rule": [], "numpy refuses": [], "refused": []}
     for name, prim in sorted(REGISTRY.items()):
-        if prim.differentiable and prim.kind == "pure" and prim.samples:
+        if prim.differentiable and prim.kind == "pure" and prim.samples and not name.startswith("scipy."):
             cls = "rule" if prim.complex_rule else "refused" if _numpy_takes_complex(prim) else "numpy refuses"
             classes[cls].append(name)
     return classes
@@ -167,7 +171,8 @@ def complex_markdown() -> str:
     titles = {"rule": "With a complex rule (checked by tests/test_complex.py)",
               "numpy refuses": "No complex version in numpy (ad refuses complex operands too)",
               "refused": "Refused: numpy computes them on complex operands, ad refuses their gradient "
-                         "until a rule is written and checked for complex numbers"}
+                         "(no rule checked for complex numbers yet; or, for max, min, maximum, "
+                         "minimum, clip and relu, numpy's lexicographic order of complex numbers)"}
     lines = []
     for cls, names in complex_classes().items():
         lines += [f"#### {titles[cls]} ({len(names)})", "", ", ".join(f"`{n}`" for n in names) or "(none)", ""]
