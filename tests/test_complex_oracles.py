@@ -27,6 +27,7 @@ import pytest
 import ad
 from ad.core_prims import build_index
 from ad.lib.values import imag_p
+from ad.primitives import lookup
 from ad.samples import C128, F64, operands
 from cases import PRIMITIVE_CASES, leaves
 from needs import module
@@ -37,6 +38,7 @@ torch = module("torch")
 from autograd.core import primitive_vjps  # noqa: E402  (after the optional import above)
 
 RTOL = 1e-8
+exp_p = lookup(np.exp)
 
 
 class Numpy:
@@ -264,6 +266,8 @@ def _spelled(case, calls, root):
     prim, params = case.primitive, case.sample.params
     spelled = calls.get(prim.name)
     if spelled is None:
+        assert prim.function is not None, (f"{prim.name} records no numpy function: spell it for "
+                                           f"{root.__name__} in this file's tables, or list it as lacking")
         f = getattr(_namespace(root, prim.function), prim.function.__name__)
         spelled = lambda ops, p: f(*ops, **p)  # noqa: E731
     return lambda *xs: spelled(_with_literals(case, xs), params)
@@ -425,13 +429,27 @@ def _conjugated_imag_rule(z):
     return imag_p.bind(z), lambda dy: (1j * dy,)
 
 
+def _conjugated_exp_rule(z):
+    """The other classic: a holomorphic pullback g * conj(f'(z)) (PyTorch's formula) in ad's convention."""
+    y = exp_p.bind(z)
+    return y, lambda dy: (dy * np.conj(y),)
+
+
+WRONG_RULES = [pytest.param(imag_p, _conjugated_imag_rule, id="imag")]
+if exp_p.complex_rule:
+    WRONG_RULES.append(pytest.param(exp_p, _conjugated_exp_rule, id="exp"))
+
+
 @pytest.mark.parametrize("oracle", ["autograd", "torch"])
-def test_the_oracles_catch_a_wrong_rule(oracle):
-    (case,) = [c for c in COMPLEX if c.primitive is imag_p]
+@pytest.mark.parametrize("prim,wrong_rule", WRONG_RULES)
+def test_the_oracles_catch_a_wrong_rule(prim, wrong_rule, oracle):
+    """The comparison the oracle tests make passes with the rule as written and fails once a
+    wrong rule is put in its place with ad.using_rule."""
+    (case,) = [c for c in COMPLEX if c.primitive is prim]
     gradient = autograd_gradient if oracle == "autograd" else torch_gradient
     xs, ws = _draw(case, "vector", oracle)
     assert_gradients_agree(our_gradient(case, xs, ws), gradient(case, xs, ws), oracle)   # the right rule
-    with ad.using_rule(imag_p, _conjugated_imag_rule):
+    with ad.using_rule(prim, wrong_rule):
         wrong = our_gradient(case, xs, ws)
     with pytest.raises(AssertionError, match="differs from"):
         assert_gradients_agree(wrong, gradient(case, xs, ws), oracle)
