@@ -7,18 +7,26 @@ and numpy.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import linecache
 import os
 import sys
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
-_SKIP = (_PKG_DIR + os.sep, os.path.dirname(os.path.abspath(__import__("numpy").__file__)) + os.sep)
+def _package_dir(name: str) -> str | None:
+    """Where a package lives, found without importing it (scipy costs a quarter second)."""
+    spec = importlib.util.find_spec(name)
+    return os.path.dirname(os.path.abspath(spec.origin)) + os.sep if spec and spec.origin else None
+
+
+# frames in ad, numpy and scipy are not the user's (a scipy function calling ad's rules)
+_SKIP = tuple(d for d in (_PKG_DIR + os.sep, _package_dir("numpy"), _package_dir("scipy")) if d)
 # the example programs shipped in ad are user code: their lines are the ones to show
 _EXAMPLES = frozenset(os.path.join(_PKG_DIR, *p) for p in (("examples.py",), ("nn", "examples.py")))
 
 
 def user_frame():
-    """The innermost frame outside ``ad`` and numpy (the user's code), or None."""
+    """The innermost frame outside ``ad``, numpy and scipy (the user's code), or None."""
     f = sys._getframe(1)
     while f is not None:
         fn = f.f_code.co_filename
