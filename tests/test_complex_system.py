@@ -9,6 +9,7 @@ import re
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import ad
 import tapeviz
@@ -162,6 +163,67 @@ def test_full_with_a_complex_fill_value():
     assert same_bits(tape(Z), f(Z)) and same_bits(ad.compile(tape)(Z), f(Z))
     assert "2-1j" in ad.compile(tape).source
     assert same_bits(loads(dumps(tape))(Z), f(Z))
+
+
+# -- random complex programs through every form, the passes and a saved file ----------------------
+
+UNARY = {
+    "tanh": np.tanh, "sin": lambda a: np.sin(a * 0.5), "exp": lambda a: np.exp(np.tanh(a)),
+    "negative": np.negative, "conj": np.conj, "square": lambda a: np.tanh(a * a),
+    "abs": lambda a: np.abs(a) + 0.1, "real": lambda a: np.real(a) * (1 - 0.5j), "imag": np.imag,
+    "flip": lambda a: a[::-1, ::-1], "cumsum": lambda a: np.tanh(np.cumsum(a, axis=1)),
+    "center": lambda a: a - np.mean(a, axis=0, keepdims=True), "roll": lambda a: np.roll(a, 1, axis=1),
+    "gram": lambda a: np.tanh(a @ a.T) @ a * 0.1, "rotate": lambda a: a * (0.6 + 0.8j),
+}
+BINARY = {
+    "add": np.add, "subtract": np.subtract, "multiply": np.multiply,
+    "divide": lambda a, b: a / (1.0 + b * np.conj(b)),
+    "where": lambda a, b: np.where(np.real(a) > np.imag(b), a, b * 0.5j),
+    "concat": lambda a, b: np.concatenate([a[:, :2], b[:, 2:]], axis=1),
+    "einsum": lambda a, b: np.einsum("ij,kj->ik", a, b) @ b * 0.1,
+}
+OPS = [(f, 1) for f in UNARY.values()] + [(f, 2) for f in BINARY.values()]
+W = np.linspace(-1, 1, 12).reshape(3, 4) * (1 + 0.5j)
+
+
+@st.composite
+def complex_programs(draw):
+    n_inputs = draw(st.integers(1, 2))
+    steps = [(op := draw(st.integers(0, len(OPS) - 1)),
+              tuple(draw(st.integers(0, n_inputs + k - 1)) for _ in range(OPS[op][1])))
+             for k in range(draw(st.integers(1, 5)))]
+    return n_inputs, steps
+
+
+def run_program(program):
+    def f(*xs):
+        pool = list(xs)
+        for op, operands in program[1]:
+            pool.append(OPS[op][0](*(pool[i] for i in operands)))
+        return np.sum(np.real(pool[-1] * W))
+    return f
+
+
+@settings(max_examples=100, deadline=None)
+@given(complex_programs(), st.integers(0, 2 ** 16))
+def test_random_complex_programs_agree_everywhere(program, seed):
+    rng = np.random.default_rng(seed)
+    xs = [rng.uniform(-1, 1, (3, 4)) + 1j * rng.uniform(-1, 1, (3, 4)) for _ in range(program[0])]
+    f, argnums = run_program(program), tuple(range(program[0]))
+    gt = ad.grad_tape(f, *xs, argnums=argnums)
+    want = ad.grad(f, argnums, form="closure")(*xs)
+    for tape in (gt, ad.optimize(gt)):
+        for back in (tape, loads(dumps(tape))):
+            for got in (back(*xs)[1], ad.compile(back)(*xs)[1]):
+                for g, w in zip(got, want):
+                    assert g.dtype == np.complex128
+                    np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
+        assert same_bits(loads(dumps(tape))(*xs)[1][0], tape(*xs)[1][0])
+    dz = [rng.standard_normal((3, 4)) + 1j * rng.standard_normal((3, 4)) for _ in xs]
+    h = 1e-6
+    fd = (f(*(x + h * d for x, d in zip(xs, dz))) - f(*(x - h * d for x, d in zip(xs, dz)))) / (2 * h)
+    first_order = sum(np.sum(np.real(g * d)) for g, d in zip(want, dz))     # Re(sum(g dz))
+    np.testing.assert_allclose(first_order, fd, rtol=1e-5, atol=1e-7)
 
 
 # -- serialization ----------------------------------------------------------------------------------
