@@ -20,8 +20,8 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 
 
-def test_the_course_has_its_six_notebooks():
-    assert [p.name[:3] for p in NOTEBOOKS] == ["01_", "02_", "03_", "04_", "05_", "06_"]
+def test_the_course_has_its_seven_notebooks():
+    assert [p.name[:3] for p in NOTEBOOKS] == ["01_", "02_", "03_", "04_", "05_", "06_", "07_"]
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
@@ -61,7 +61,7 @@ def test_render_command_writes_a_page_per_notebook(site):
 
 
 def test_each_debugger_embeds_its_session_and_its_page_the_scripts_once(site):
-    """The tour and the bug hunt show a debugger each; its page carries the session it had
+    """The tour, the bug hunt and the spectra show a debugger each; its page carries the session it had
     when the cell showed it, and the view's module, stylesheet and Graphviz once."""
     sessions = {}
     for notebook in NOTEBOOKS:
@@ -78,6 +78,10 @@ def test_each_debugger_embeds_its_session_and_its_page_the_scripts_once(site):
     assert tour["steps"]["pullback"][tour["start"]["index"]]["text"].endswith("pullback of %3 (tanh) (3 equations)")
     bugs = sessions.pop(next(n.stem for n in NOTEBOOKS if "bugs" in n.stem))
     assert bugs["checks"]["state"] == "fail" and bugs["checks"]["alerts"]
+    spectra = sessions.pop(next(n.stem for n in NOTEBOOKS if "complex" in n.stem))
+    assert spectra["start"]["selected"] == "%1"             # the complex spectrum, at abs's pullback
+    card = spectra["html"][spectra["vars"]["%1"]["inspector"]]
+    assert "complex128" in card and "|z|" in card and "∠" in card     # magnitude and phase
     assert not sessions, f"unexpected debuggers in {sorted(sessions)}"
 
 
