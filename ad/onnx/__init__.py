@@ -14,7 +14,7 @@ from ..primitives import REGISTRY
 from ..serialize import NotSerializableError
 from ..tape import Tape
 from .graph import OPSET, LoweringError, export
-from .lowering import LOWERINGS, NOT_LOWERED, lowers
+from .lowering import LOWERINGS, NOT_LOWERED, lowers, not_lowered
 from . import lowering_nn  # noqa: F401,E402  (registers the ad.nn lowerings)
 
 
@@ -43,9 +43,9 @@ def export_partition(gt: GradTape, **kw):
 
 def coverage() -> dict[str, str]:
     """Every registered primitive's name -> "lowered" or the reason it is not."""
-    return {name: "lowered" if p in LOWERINGS else NOT_LOWERED.get(p, "no lowering yet")
+    return {name: "lowered" if p in LOWERINGS else not_lowered(p) or "no lowering yet"
             for name, p in sorted(REGISTRY.items())}
 
 
-__all__ = ["to_onnx", "export_partition", "coverage", "LOWERINGS", "NOT_LOWERED", "lowers", "OPSET",
+__all__ = ["to_onnx", "export_partition", "coverage", "LOWERINGS", "NOT_LOWERED", "not_lowered", "lowers", "OPSET",
            "LoweringError", "NotSerializableError"]

@@ -12,9 +12,7 @@ import functools
 import math
 
 import numpy as np
-import scipy.special
 from onnx import numpy_helper
-from scipy.special import _ufuncs
 
 from ..core_prims import (astype_p, broadcast_to_p, full_p, getitem_p, guard_p, index_add_p, reshape_p,
                           setitem_p, sum_to_p, transpose_p)
@@ -32,8 +30,7 @@ from ..lib.fft import fftn_p, irfftn_p, rfftn_p
 from ..lib.values import imag_p, real_p, round_p
 from ..lift import opaque_pullback_p, opaque_rrule_p
 from ..nn.dropout import dropout_mask_p
-from ..primitives import REGISTRY, lookup
-from ..scipy import special as _special  # noqa: F401  (registers the scipy.special primitives)
+from ..primitives import lookup
 from ..tape import Lit
 from .graph import common_dtype
 from .indexing import lower_getitem, lower_scatter
@@ -58,17 +55,17 @@ NOT_LOWERED = {
     opaque_rrule_p: _CLOSURE,
     opaque_pullback_p: _CLOSURE,
 }
+_SCIPY = ("a scipy function (special functions, scipy.linalg, scipy.signal, scipy.integrate...): "
+          "ONNX has no operator for it; no lowering yet")
 
 
-def _scipy_special() -> list:
-    """The primitives recording a function of scipy.special (or a private ufunc it calls)."""
-    functions = {id(f) for module in (scipy.special, _ufuncs) for f in vars(module).values()
-                 if callable(f) and getattr(np, getattr(f, "__name__", ""), None) is not f}
-    return [p for p in REGISTRY.values() if id(p.function) in functions]
-
-
-NOT_LOWERED.update({p: "a scipy.special function: ONNX has no operator for it (Erf is its only special "
-                       "function); no lowering yet" for p in _scipy_special()})
+def not_lowered(prim) -> str | None:
+    """Why ``prim`` has no lowering: ``NOT_LOWERED`` says, or it is one of ad.scipy's
+    primitives (loaded lazily, so not listed here one by one: their names are scipy's paths,
+    ``scipy.linalg.expm``); None when it lowers or nobody has said."""
+    if prim in LOWERINGS:
+        return None
+    return NOT_LOWERED.get(prim) or (_SCIPY if prim.name.startswith("scipy.") else None)
 
 
 def lowers(*prims, **params):

@@ -46,6 +46,10 @@ def test_every_rule_round_trips(case):
     rng = np.random.default_rng(0)
     xs = case.inputs(case.sample.shapes[-1], rng)
     tape = ad.trace(case.fn, *xs)
+    if any(callable(v) for e in tape.eqns for _, v in e.params):    # odeint's func: code, not data
+        with pytest.raises(NotSerializableError, match="is not data that can be saved"):
+            dumps(tape)
+        return
     assert_same_results(round_trip(tape)(*xs), tape(*xs))
     if not floats(xs):
         return
