@@ -253,3 +253,21 @@ def test_log_densities_equal_torch(ours, dist, x, params):
         if want_g.ndim == 2 and t is not tx:      # a covariance: the gradient on its lower triangle
             want_g = np.tril(want_g + want_g.T) - np.diag(np.diag(want_g))
         np.testing.assert_allclose(g, want_g, rtol=1e-8, atol=1e-10, err_msg=f"argument {i}")
+
+
+# -- plain scipy on a traced value: the error names scipy's function and ad.scipy's -------------------
+
+@pytest.mark.parametrize("call,named,advice", [
+    (lambda v: st.norm.logpdf(v, 0.0, 1.0), "scipy.stats.norm.logpdf", "from ad.scipy.stats import norm"),
+    (lambda v: st.norm(0.0, 2.0).cdf(v), "scipy.stats.norm.cdf", "from ad.scipy.stats import norm"),
+    (lambda v: st.multivariate_normal.logpdf(v, np.zeros(3)), "scipy.stats.multivariate_normal.logpdf",
+     "from ad.scipy.stats import multivariate_normal"),
+    (lambda v: st.zscore(v), "scipy.stats.zscore", "ad.scipy has no scipy.stats.zscore yet"),
+    (lambda v: ads.norm.ppf(v), "scipy.stats.norm.ppf", "ad.scipy has no scipy.stats.norm.ppf yet"),
+])
+def test_plain_scipy_on_a_traced_value_names_its_ad_scipy_equivalent(call, named, advice):
+    with pytest.raises(ad.errors.ConcretizationError) as info:
+        ad.grad(lambda v: np.sum(call(v)))(np.array([0.1, 0.2, 0.3]))
+    message = str(info.value)
+    assert message.startswith(named) and advice in message
+    assert info.value.location.startswith(__file__)       # the user's line, not scipy's
