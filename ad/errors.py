@@ -44,6 +44,72 @@ def user_location() -> str | None:
     return f"{f.f_code.co_filename}:{f.f_lineno} in {f.f_code.co_name}"
 
 
+def _public(module: str) -> str:
+    """scipy's public module of a private one: ``scipy.stats._distn_infrastructure`` -> ``scipy.stats``."""
+    return ".".join(part for part in module.split(".") if not part.startswith("_"))
+
+
+def _scipy_name(frame) -> str | None:
+    """The public name of the scipy function a frame runs (``scipy.stats.norm.logpdf``): a
+    distribution's method by its instance, a function wrapped by scipy's private decorators by
+    the function they close over."""
+    module, name = frame.f_globals.get("__name__", ""), frame.f_code.co_name
+    if module.startswith("scipy._lib"):
+        inner = [v for v in frame.f_locals.values() if callable(v)
+                 and (getattr(v, "__module__", None) or "").startswith("scipy.")
+                 and not v.__module__.startswith("scipy._lib")]
+        return f"{_public(inner[0].__module__)}.{inner[0].__name__}" if inner else None
+    owner = frame.f_locals.get("self")
+    if owner is not None and type(owner).__module__.startswith("scipy."):
+        owner = getattr(owner, "dist", owner)        # a frozen distribution: its family
+        dist = getattr(owner, "name", None) or type(owner).__name__.removesuffix("_gen")
+        return f"{_public(module)}.{dist}.{name}"
+    return f"{_public(module)}.{name}"
+
+
+def _mirrored(module: str, path: list) -> bool | None:
+    """Whether ``module`` (an ad.scipy module) defines ``path`` itself (not by forwarding to
+    scipy); None when it is not loaded: unknown without importing it."""
+    if importlib.util.find_spec(module) is None:
+        return False
+    loaded = sys.modules.get(module)
+    if loaded is None:
+        return None
+    obj = vars(loaded).get(path[0])
+    return obj is not None and all(hasattr(type(obj), attr) for attr in path[1:])
+
+
+def scipy_escape() -> tuple[str, str | None] | None:
+    """(hint, the user's line) when the conversion under way happens inside a scipy function
+    the user called (the outermost scipy frame on the stack): it names that function and
+    ad.scipy's of the same path, ad.scipy mirroring scipy's (``scipy.stats.norm.logpdf`` ->
+    ``from ad.scipy.stats import norm``)."""
+    f, outermost = sys._getframe(1), None
+    while f is not None:
+        module = f.f_globals.get("__name__", "")
+        if module == "scipy" or module.startswith("scipy."):
+            outermost = f
+        elif module.startswith("ad.scipy."):      # scipy called by ad.scipy itself: not the user's call
+            return None
+        elif outermost is not None and not f.f_code.co_filename.startswith(_SKIP):
+            break
+        f = f.f_back
+    name = outermost and _scipy_name(outermost)
+    if not name or name.count(".") < 2:
+        return None
+    parts = name.split(".")
+    module = "ad." + ".".join(parts[:2])
+    hint = (f"{name} converts its arguments to plain numpy arrays (scipy computes in compiled code), "
+            f"which would drop the gradient of a traced value. ")
+    has = _mirrored(module, parts[2:])
+    if has is False:
+        hint += f"ad.scipy has no {name} yet: write it with numpy and scipy.special functions, or as an @ad.primitive with a rule"
+    else:
+        hint += (f"Use ad.{name} instead" + ("" if has else " if ad has it") +
+                 f" (ad.scipy mirrors scipy's module paths and signatures): from {module} import {parts[2]}")
+    return hint, f and f"{f.f_code.co_filename}:{f.f_lineno} in {f.f_code.co_name}"
+
+
 def source_line(location: str | None) -> str:
     """The text of the line a location points at (empty when unknown)."""
     if not location:

@@ -30,7 +30,7 @@ import numpy as np
 
 from . import dispatch
 from .core_prims import guard_p
-from .errors import ConcretizationError, MutationError, TraceError, user_location
+from .errors import ConcretizationError, MutationError, TraceError, scipy_escape, user_location
 from .tape import Aval, Eqn, Lit, Origin, Var, freeze_params
 from .trace_state import ACTIVE, Traced
 
@@ -211,6 +211,10 @@ class Tracer(Traced):
 
     def __array__(self, dtype=None, copy=None):
         value = np.array(self.value, dtype=dtype, copy=True)
+        escape = self.variable in self._rec.differentiated and self.aval.is_float and scipy_escape()
+        if escape:      # inside a scipy function: name it and ad.scipy's
+            raise ConcretizationError(f"{escape[0]} (scipy was converting {self.variable!r}:{self.aval}, "
+                                      "a value being differentiated)", escape[1])
         return self._concretize(value, "converting it to a plain numpy array (numpy does this "
                                 "to tracers inside a Python list, which its dispatch protocols "
                                 "cannot see: np.array([...]), np.r_[...], np.sum([a, b]); also "
