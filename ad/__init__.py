@@ -7,6 +7,8 @@ checked, optimised, compiled, saved and differentiated again.
 from . import lib as _lib  # noqa: F401  (fills the dispatch tables)
 # tracing and the data model
 from .api import grad, grad_tape, trace, value_and_grad, vjp
+from .forward import Pushforward, frule, jvp, linearize
+from .transpose import NotLinearError, transpose
 from .backward import Fallback, GradTape, backpropagate, partition
 from .codegen import Compiled
 from .codegen import compile_tape as compile  # noqa: A001  (ad.compile, as the issue names it)
@@ -22,6 +24,7 @@ from .tape import Aval, Eqn, Lit, Origin, Tape, Var, validate
 
 __all__ = [
     "trace", "grad", "value_and_grad", "vjp", "grad_tape", "partition", "backpropagate",
+    "jvp", "linearize", "transpose", "frule", "Pushforward", "NotLinearError",
     "compile", "Compiled", "optimize", "op_counts", "validate",
     "Tape", "GradTape", "Eqn", "Var", "Lit", "Aval", "Origin", "Fallback", "Primitive", "REGISTRY",
     "rrule", "using_rule", "primitive", "scalar_rule", "linear_rule", "non_differentiable", "project",

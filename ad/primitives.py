@@ -9,6 +9,7 @@ anything named in a file); names are therefore unique.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from .trace_state import find_recorder
@@ -17,6 +18,26 @@ REGISTRY: dict[str, "Primitive"] = {}
 BY_FUNCTION: dict[Any, "Primitive"] = {}   # numpy function / ufunc / user function -> primitive
 
 KINDS = ("pure", "random", "opaque", "guard")
+
+
+@dataclass(frozen=True)
+class Linear:
+    """How a primitive is linear (``Primitive(linear_in=...)`` or ``multilinear_in=...``).
+
+    operands: indices, or "all" (variadic primitives). jointly: linear in those operands taken
+    together (then any of them may vary at once, and those that do not must be zero: ``x + c``
+    is affine); otherwise linear in each one alone, the others fixed (one may vary at a time).
+    """
+    operands: tuple[int, ...] | str
+    jointly: bool = True
+
+    def __post_init__(self):
+        if self.operands != "all":
+            object.__setattr__(self, "operands", tuple(self.operands))
+
+    def of(self, n: int) -> tuple[int, ...]:
+        """The linear operands of an equation with ``n`` operands."""
+        return tuple(range(n)) if self.operands == "all" else tuple(k for k in self.operands if k < n)
 
 
 class Primitive:
@@ -28,7 +49,13 @@ class Primitive:
         "guard" (checks an assumption of the trace; never removed by DCE).
     function: the numpy function (or user function) whose calls record this primitive.
     elementwise: applies to each element alone (broadcasting operands).
-    linear_in: the operands the output is linear in (given the others).
+    linear_in: the operands the output is linear in *jointly*, the others fixed (``add``,
+        ``subtract``, ``setitem`` in x and value, ``where`` in its two branches), or "all"
+        (variadic: ``concatenate``).
+    multilinear_in: the operands the output is linear in *each alone*, the others fixed
+        (``multiply``, ``matmul``: x * x is not linear), or "all" (``einsum``). The transpose of
+        either kind is the primitive's own pullback (``ad.transpose``): a pullback of a map
+        linear in an operand is its transpose there, whatever the point.
     returns_view: predicate on the operands: does numpy return a view of the first operand?
     write_through: ``(base, new, *rest, **params) -> new base`` for views that can be written
         through (``y = x[1:]; y += 1`` changes ``x``).
@@ -45,11 +72,13 @@ class Primitive:
         condition on a cotangent, which a pullback being lifted does not have yet: recorded on
         such stand-ins, the check is left to the runs of the template).
     rule: the rrule, set by ``@ad.rrule``; differentiable: False for non_differentiable.
+    frule: a pushforward written by hand, set by ``@ad.frule`` (else it is derived from the rule).
     """
 
     def __init__(self, name: str, impl: Callable, *, params: tuple[str, ...] = (),
                  multiple_results: bool = False, kind: str = "pure", function: Any = None,
-                 doc: str | None = None, elementwise: bool = False, linear_in: tuple[int, ...] = (),
+                 doc: str | None = None, elementwise: bool = False,
+                 linear_in: tuple[int, ...] | str = (), multilinear_in: tuple[int, ...] | str = (),
                  returns_view: Callable | None = None, write_through: Callable | None = None,
                  value_dependent_shape: bool = False, samples: tuple = (), kink: Callable | None = None,
                  spelling: str | Callable | None = None, complex_rule: bool = False,
@@ -68,7 +97,10 @@ class Primitive:
         self.kind = kind
         self.function = function
         self.elementwise = elementwise
-        self.linear_in = tuple(linear_in)
+        if linear_in and multilinear_in:
+            raise ValueError(f"{name}: declare linear_in (jointly) or multilinear_in (each alone), not both")
+        self.linear = Linear(multilinear_in or linear_in, jointly=not multilinear_in) \
+            if linear_in or multilinear_in else None
         self.returns_view = returns_view
         self.write_through = write_through
         self.value_dependent_shape = value_dependent_shape
@@ -78,11 +110,18 @@ class Primitive:
         self.complex_rule = complex_rule
         self.checks_values = checks_values
         self.rule = None
+        self.frule = None
         self.differentiable = True
         self.__doc__ = doc or getattr(function, "__doc__", None)
         REGISTRY[name] = self
         if function is not None:
             BY_FUNCTION[function] = self
+
+    @property
+    def linear_in(self) -> tuple[int, ...]:
+        """The declared linear operands of a fixed-arity declaration, either kind (what
+        ``passes.simplify`` reads: all of them zero make the output zero)."""
+        return () if self.linear is None or self.linear.operands == "all" else self.linear.operands
 
     def bind(self, *operands, **params):
         """Apply to operands: records an equation if any operand is traced, else computes."""

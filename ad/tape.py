@@ -111,13 +111,23 @@ def format_literal(value) -> str:
     return repr(value.item() if isinstance(value, np.generic | np.ndarray) else value)
 
 
+_PUSHFORWARD_VIA = {"pushforward": "from its pullback", "pushforward_vjp": "by the vjp of its pullback",
+                    "pushforward_frule": "its frule"}
+ORIGIN_KINDS = ("primal", "pullback", "project", "accumulate", "seed", "zeros", *_PUSHFORWARD_VIA,
+                "tangent_zeros", "transpose")
+
+
 @dataclass(frozen=True, slots=True)
 class Origin:
     """Where an equation came from.
 
     kind: "primal" (the user's program or a rule's primal body), "pullback" (a lifted pullback),
           "accumulate" (fan-in of cotangents), "seed" (the output cotangent), "zeros"
-          (a requested gradient that no path reaches), "project" (cotangent projected onto its primal).
+          (a requested gradient that no path reaches), "project" (cotangent projected onto its primal);
+          forward mode (``ad.forward``): "pushforward" (a rule's pushforward, transposed from its
+          pullback), "pushforward_vjp" (the vjp of its pullback, where that has no transpose),
+          "pushforward_frule" (an ``@ad.frule``), "tangent_zeros" (a tangent no path reaches);
+          "transpose" (``ad.transpose``: an equation's transpose).
     of:   for backward equations, the forward variable whose pullback produced this equation;
           for primal equations inside a rule body, the rule instance's first output.
     rule: the name of the rule (primitive) involved.
@@ -137,6 +147,12 @@ class Origin:
             return f"accumulate cotangent of {self.of!r}"
         if self.kind == "project":
             return f"project cotangent onto {self.of!r} ({self.rule})"
+        if self.kind in _PUSHFORWARD_VIA:
+            return f"pushforward of {self.of!r} ({self.rule}), {_PUSHFORWARD_VIA[self.kind]}"
+        if self.kind == "tangent_zeros":
+            return f"zero tangent of {self.of!r}"
+        if self.kind == "transpose":
+            return f"transpose of {self.of!r} ({self.rule})"
         if self.kind == "seed":
             return "output cotangent"
         if self.kind == "zeros":

@@ -125,7 +125,7 @@ LAYERS = {
     "tracing": ("ad.dispatch", "ad.tracer"),
     "rule library": ("ad.lib.", "ad.nn.", "ad.scipy."),
     "transformations": ("ad.lift", "ad.backward", "ad.closure", "ad.passes", "ad.codegen",
-                        "ad.cache", "ad.api", "ad.scipy.integrate"),
+                        "ad.cache", "ad.api", "ad.transpose", "ad.forward", "ad.scipy.integrate"),
     "consumers": ("ad.serialize", "ad.onnx", "ad.checks", "ad.examples", "ad.nn.examples"),
 }
 

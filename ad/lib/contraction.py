@@ -16,7 +16,7 @@ from ..rrule import rrule
 from ..samples import M34, MATRIX, F, In, Sample, Y
 from ..tangents import thunk
 
-matmul_p = Primitive("matmul", np.matmul, function=np.matmul, linear_in=(0, 1), spelling="{0} @ {1}",
+matmul_p = Primitive("matmul", np.matmul, function=np.matmul, multilinear_in=(0, 1), spelling="{0} @ {1}",
                      complex_rule=True,
                      samples=(Sample((F, Y), shapes=("mm", "mv", "vm", "vv", "bmm")),))
 from ..dispatch import UFUNCS  # noqa: E402  (np.matmul is a ufunc: t @ u arrives as one)
@@ -53,7 +53,7 @@ def _einsum_spelling(args, params) -> str:
     return f"np.einsum({params['subscripts']!r}, {', '.join(args)})"
 
 
-einsum_p = Primitive("einsum", _einsum, params=("subscripts",), function=np.einsum,
+einsum_p = Primitive("einsum", _einsum, params=("subscripts",), function=np.einsum, multilinear_in="all",
                      spelling=_einsum_spelling, complex_rule=True,
                      samples=(Sample((M34, In((2, 4))), {"subscripts": "ij,kj->ik"}, MATRIX),
                               Sample((In((2, 3, 4)),), {"subscripts": "ijk->j"}, MATRIX)))
@@ -205,7 +205,7 @@ def _kron(a, b):
 # rule g -> conj(g * df/dz-bar) its cotangent is conjugated too.
 
 def _gufunc_primitive(uf, *inputs):
-    prim = Primitive(uf.__name__, uf, function=uf, linear_in=(0, 1), complex_rule=True,
+    prim = Primitive(uf.__name__, uf, function=uf, multilinear_in=(0, 1), complex_rule=True,
                      samples=(Sample(inputs, shapes=MATRIX),))
     UFUNCS[uf] = prim
     return prim

@@ -34,10 +34,11 @@ OPERATORS = {np.subtract: "{0} - {1}", np.multiply: "{0} * {1}", np.true_divide:
              np.negative: "-{0}", np.less: "{0} < {1}", np.less_equal: "{0} <= {1}",
              np.greater: "{0} > {1}", np.greater_equal: "{0} >= {1}", np.equal: "{0} == {1}",
              np.not_equal: "{0} != {1}"}
-# The operands a ufunc is linear in: jointly for a difference, each given the other for a product.
-LINEAR_IN = {np.subtract: (0, 1), np.multiply: (0, 1), np.true_divide: (0,), np.negative: (0,),
-             np.conjugate: (0,), np.deg2rad: (0,), np.rad2deg: (0,), np.radians: (0,),
-             np.degrees: (0,)}
+# The operands a ufunc is linear in: jointly (a difference), or each alone given the other (a
+# product: MULTILINEAR_IN).
+LINEAR_IN = {np.subtract: (0, 1), np.true_divide: (0,), np.negative: (0,), np.conjugate: (0,),
+             np.deg2rad: (0,), np.rad2deg: (0,), np.radians: (0,), np.degrees: (0,), np.ldexp: (0,)}
+MULTILINEAR_IN = {np.multiply: (0, 1)}
 # The ufuncs whose rules hold for complex operands (their gradients are refused otherwise, by
 # ad.rrule.rule_of). Left out: the ufuncs numpy refuses complex numbers for (arctan2, hypot,
 # logaddexp, cbrt, fabs, deg2rad, remainder, copysign...), and maximum, minimum, fmax, fmin,
@@ -128,6 +129,7 @@ def _ufunc_primitive(uf: np.ufunc) -> Primitive:
     """The primitive of a ufunc (the core's own, for add and positive)."""
     prim = BY_FUNCTION.get(uf) or Primitive(uf.__name__, uf, function=uf, multiple_results=uf.nout > 1,
                                             elementwise=True, linear_in=LINEAR_IN.get(uf, ()),
+                                            multilinear_in=MULTILINEAR_IN.get(uf, ()),
                                             spelling=OPERATORS.get(uf), samples=SAMPLES[uf],
                                             kink=KINKS.get(uf), complex_rule=uf in COMPLEX)
     UFUNCS[uf] = prim

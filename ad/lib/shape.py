@@ -21,7 +21,7 @@ def _concatenate_spelling(args, params) -> str:
     return f"np.concatenate(({', '.join(args)},), axis={params['axis']})"
 
 
-concatenate_p = Primitive("concatenate", _concatenate, params=("axis",), function=np.concatenate,
+concatenate_p = Primitive("concatenate", _concatenate, params=("axis",), function=np.concatenate, linear_in="all",
                           spelling=_concatenate_spelling, complex_rule=True,
                           samples=(Sample((F, Y), {"axis": 0}, ARRAYS),))
 roll_p = Primitive("roll", lambda x, shift, axis: np.roll(x, shift, axis), params=("shift", "axis"),
