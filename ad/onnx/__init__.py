@@ -5,7 +5,8 @@ by the primitive objects) to a standard ONNX model (opset ``OPSET``); ``export_p
 exports the two halves of ``ad.partition(gt)``. For a gradient tape the model's inputs are the
 function's array arguments in order, its outputs the function's outputs (``out0``...) then the
 gradients in argument order (``grad0``...). Tapes whose rules fell back to opaque closures are
-refused.
+refused; complex tapes too, unless ``complex_parts=True`` (each complex value a pair of real
+tensors, ``ad.onnx.complex_parts``).
 """
 from __future__ import annotations
 
@@ -16,13 +17,16 @@ from ..tape import Tape
 from .graph import OPSET, LoweringError, export
 from .lowering import LOWERINGS, NOT_LOWERED, lowers, not_lowered
 from . import lowering_nn  # noqa: F401,E402  (registers the ad.nn lowerings)
+from .complex_parts import COMPLEX_LOWERINGS
 
 
 def to_onnx(tape: Tape, *, opset: int = OPSET, name: str = "tape", check: bool = True,
-            guards: str = "refuse"):
+            guards: str = "refuse", complex_parts: bool = False):
     """An ``onnx.ModelProto`` computing ``tape``; ``onnx.checker.check_model`` (with shape
     inference) is run on it unless ``check=False``. A tape with guards (branches the trace took
-    on traced values) is refused unless ``guards="branch"`` (export the branch taken).
+    on traced values) is refused unless ``guards="branch"`` (export the branch taken). A tape
+    with complex values is refused unless ``complex_parts=True``: each complex value is then
+    two real tensors, ``z_re`` and ``z_im`` (``ad.onnx.complex_parts``).
 
     >>> def loss(W, x):
     ...     return np.sum(np.tanh(x @ W) ** 2)
@@ -30,7 +34,8 @@ def to_onnx(tape: Tape, *, opset: int = OPSET, name: str = "tape", check: bool =
     >>> [i.name for i in model.graph.input], [o.name for o in model.graph.output]
     (['W', 'x'], ['out0', 'grad0'])
     """
-    return export(tape, LOWERINGS, opset=opset, name=name, check=check, guards=guards)
+    return export(tape, LOWERINGS, COMPLEX_LOWERINGS if complex_parts else None, opset=opset, name=name,
+                  check=check, guards=guards)
 
 
 def export_partition(gt: GradTape, **kw):
@@ -48,4 +53,5 @@ def coverage() -> dict[str, str]:
 
 
 __all__ = ["to_onnx", "export_partition", "coverage", "LOWERINGS", "NOT_LOWERED", "not_lowered", "lowers", "OPSET",
+           "COMPLEX_LOWERINGS",
            "LoweringError", "NotSerializableError"]

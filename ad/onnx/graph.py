@@ -18,7 +18,7 @@ from onnx import helper, numpy_helper
 from ..backward import GradTape
 from ..lift import is_weak
 from ..serialize import check_serializable
-from ..tape import Lit, Tape
+from ..tape import Aval, Lit, Tape
 
 OPSET = 18   # axes as inputs for every reduction (18), ScatterND reduction="add" (16)
 
@@ -158,62 +158,104 @@ def _is_complex(x) -> bool:
     return x.aval.dtype.kind == "c"
 
 
+def part_dtype(dtype) -> np.dtype:
+    """The real dtype of a complex dtype's parts (a real dtype is its own)."""
+    return np.empty((), dtype).real.dtype
+
+
+def real_aval(aval: Aval) -> Aval:
+    return Aval(aval.shape, part_dtype(aval.dtype))
+
+
 def _refuse_complex(tape: Tape, eqns: list) -> None:
-    """A complex tape is refused, naming its first complex value: ONNX has complex tensor
-    types, but its standard operators only move them (Concat, Gather, Slice, Where); none
-    computes on them (no Add, Mul, Exp or MatMul takes one)."""
+    """A complex tape is refused unless asked for as real pairs, naming its first complex value:
+    ONNX has complex tensor types, but its standard operators only move them (Concat, Gather,
+    Slice, Where); none computes on them (no Add, Mul, Exp or MatMul takes one)."""
     why = ("ONNX standard operators carry no complex tensors: the complex64/complex128 types "
-           "exist, but no arithmetic operator (Add, Mul, Exp, MatMul, ...) takes them. Write the "
-           "program on real arrays (z = x + 1j*y split into real inputs x and y, np.real/np.imag "
-           "of the outputs) to export it.")
+           "exist, but no arithmetic operator (Add, Mul, Exp, MatMul, ...) takes them. Pass "
+           "complex_parts=True to export each complex value as two real tensors (inputs and "
+           "outputs <name>_re and <name>_im), or write the program on real arrays.")
     for v, label in zip(tape.inputs, tape.input_names):
         if _is_complex(v):
             raise LoweringError(f"cannot export a complex tape: input {label} ({v!r}) is {v.aval}. {why}")
     for i, e in enumerate(eqns):
-        found = [x for x in (*e.inputs, *e.outputs) if _is_complex(x)]
-        if found:
+        if _touches_complex(e):
             made = ", ".join(f"{v!r}:{v.aval}" for v in e.outputs)
             raise LoweringError(
                 f"cannot export a complex tape: the first complex equation is {e.prim.name} "
                 f"making {made} (equation {i}, at {e.source or '?'}): `{e}`. {why}")
 
 
-def export(tape: Tape, lowerings: dict, *, opset: int = OPSET, name: str = "tape",
-           check: bool = True, guards: str = "refuse") -> onnx.ModelProto:
+def _touches_complex(e) -> bool:
+    return any(_is_complex(x) for x in (*e.inputs, *e.outputs))
+
+
+def _declare_value(g: Graph, v, names, declare: bool) -> list:
+    """(name, aval) of a variable's value(s): a complex one is two real values."""
+    pairs = list(zip(names, (real_aval(v.aval),) * 2)) if _is_complex(v) else [(names, v.aval)]
+    if declare:
+        for n, aval in pairs:
+            g.declare(n, aval)
+    return pairs
+
+
+def export(tape: Tape, lowerings: dict, complex_lowerings: dict | None = None, *, opset: int = OPSET,
+           name: str = "tape", check: bool = True, guards: str = "refuse") -> onnx.ModelProto:
+    """The model of ``tape``; with ``complex_lowerings`` (``ad.onnx.complex_parts``) complex
+    values are pairs of real tensors, without them a complex tape is refused."""
     check_serializable(tape, "exported to ONNX")
     eqns = _unguarded(tape, guards)
-    _refuse_complex(tape, eqns)
-    missing = {}
-    for i, e in enumerate(eqns):
-        if e.prim not in lowerings:
-            missing.setdefault(e.prim.name, []).append(f"equation {i} at {e.source or '?'}")
+    if complex_lowerings is None:
+        _refuse_complex(tape, eqns)
+    table = [complex_lowerings if complex_lowerings is not None and _touches_complex(e) else lowerings
+             for e in eqns]
+    missing, complex_missing = {}, False
+    for i, (e, t) in enumerate(zip(eqns, table)):
+        if e.prim not in t:
+            complex_missing |= t is complex_lowerings
+            kind = " with complex values" if t is complex_lowerings else ""
+            missing.setdefault(e.prim.name + kind, []).append(f"equation {i} at {e.source or '?'}")
     if missing:
         raise LoweringError("no ONNX lowering for " + "; ".join(
             f"{p} ({len(w)}x, first {w[0]})" for p, w in missing.items())
             + ". The coverage table is in docs/serialization.md; add a lowering with "
-              "@ad.onnx.lowering.lowers(primitive).")
+              "@ad.onnx.lowering.lowers(primitive)"
+            + (" (with complex values: to ad.onnx.COMPLEX_LOWERINGS)." if complex_missing else "."))
     g = Graph()
     taken: set = set()
     inputs = []
     for v, label in zip(tape.inputs, tape.input_names):
-        g.names[v] = _value_name(label, taken)
-        g.declared.add(g.names[v])
-        inputs.append(helper.make_tensor_value_info(g.names[v], onnx_type(v.aval.dtype), list(v.aval.shape)))
-    for e in eqns:
+        base = _value_name(label, taken)
+        g.names[v] = (_value_name(base + "_re", taken), _value_name(base + "_im", taken)) \
+            if _is_complex(v) else base
+        for n, aval in _declare_value(g, v, g.names[v], declare=False):
+            g.declared.add(n)
+            inputs.append(helper.make_tensor_value_info(n, onnx_type(aval.dtype), list(aval.shape)))
+    for e, t in zip(eqns, table):
         g.eqn = e
         try:
-            outs = lowerings[e.prim](g, e)
+            outs = t[e.prim](g, e)
         except LoweringError as exc:
             raise LoweringError(f"{exc}: cannot lower {e} (at {e.source or '?'})") from None
-        outs = (outs,) if isinstance(outs, str) else tuple(outs)
+        if isinstance(outs, str) or (len(e.outputs) == 1 and _is_complex(e.outputs[0])):
+            outs = (outs,)
         for v, n in zip(e.outputs, outs):
             g.names[v] = n
-            g.declare(n, v.aval)
+            _declare_value(g, v, n, declare=True)
     g.eqn = None
     outputs = []
     for x, label in zip(tape.outputs, output_names(tape)):
-        g.nodes.append(helper.make_node("Identity", [g.x(x)], [label], name=f"output_{label}"))
-        outputs.append(helper.make_tensor_value_info(label, onnx_type(x.aval.dtype), list(x.aval.shape)))
+        if _is_complex(x):
+            value = np.asarray(x.value) if type(x) is Lit else None
+            dt = part_dtype(x.aval.dtype)
+            names = (g.const(value.real, dt), g.const(value.imag, dt)) if value is not None else g.names[x]
+            labels = (f"{label}_re", f"{label}_im")
+        else:
+            names, labels = (g.x(x),), (label,)
+        for n, out in zip(names, labels):
+            aval = real_aval(x.aval)
+            g.nodes.append(helper.make_node("Identity", [n], [out], name=f"output_{out}"))
+            outputs.append(helper.make_tensor_value_info(out, onnx_type(aval.dtype), list(aval.shape)))
     graph = helper.make_graph(g.nodes, name, inputs, outputs, g.initializers, value_info=g.value_info,
                               doc_string=_describe(tape))
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],

@@ -254,7 +254,7 @@ def _real(g, e):
 @lowers(imag_p)
 def _imag(g, e):
     """Im x = 0 for the real operands that reach a lowering (NaN and infinities too)."""
-    return _filled(g, out_aval(e), 0)
+    return filled(g, out_aval(e), 0)
 
 
 @lowers(round_p)
@@ -485,10 +485,10 @@ def _einsum(g, e):
 
 @lowers(full_p)
 def _full(g, e):
-    return _filled(g, out_aval(e), e.kwargs["fill_value"])
+    return filled(g, out_aval(e), e.kwargs["fill_value"])
 
 
-def _filled(g, out, fill_value):
+def filled(g, out, fill_value):
     if out.size <= 16:
         return g.const(np.full(out.shape, fill_value, out.dtype))
     value = numpy_helper.from_array(np.full((1,), fill_value, out.dtype))
