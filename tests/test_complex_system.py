@@ -442,6 +442,8 @@ def test_complex_parts_name_the_inputs_and_outputs():
 def test_complex_parts_refuse_what_they_cannot_lower_by_name():
     with pytest.raises(ad.onnx.LoweringError, match=r"no ONNX lowering for tan with complex values \(1x"):
         ad.to_onnx(ad.trace(lambda z: np.tan(z), Z), complex_parts=True)
+    with pytest.raises(ad.onnx.LoweringError, match="einsum of 3 operands with complex values"):
+        ad.to_onnx(ad.trace(lambda z: np.einsum("i,i,i->", z, z, z), Z), complex_parts=True)
 
 
 def test_real_and_imag_of_real_arrays_lower_and_run():

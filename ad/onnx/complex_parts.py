@@ -33,7 +33,7 @@ from ..lib.shape import concatenate_p, roll_p
 from ..lib.values import imag_p, real_p
 from ..primitives import lookup
 from ..tape import Aval, Lit, Var
-from .graph import part_dtype, real_aval
+from .graph import LoweringError, part_dtype, real_aval
 from .lowering import LOWERINGS, filled
 
 COMPLEX_LOWERINGS: dict = {}     # primitive -> lowering of its equations with complex values
@@ -98,6 +98,9 @@ def _part_by_part(g, e):
 @_register(np.multiply, matmul_p, einsum_p)
 def _product(g, e):
     """(a + ib)(c + id) = (ac - bd) + i(ad + bc), with the real lowering of each product."""
+    if len(e.inputs) != 2:
+        raise LoweringError(f"{e.prim.name} of {len(e.inputs)} operands with complex values has no "
+                            "lowering (two operands have)")
     x, y = e.inputs
     dt = part_dtype(e.outputs[0].aval.dtype)
     (a, b), (c, d) = parts(g, x, dt), parts(g, y, dt)
