@@ -250,7 +250,10 @@ TORCH_LACKS = {
 # -- the oracles ----------------------------------------------------------------------------------
 
 def _namespace(root, function):
-    module_name = getattr(function, "__module__", None) or "numpy"
+    """The oracle's module for a numpy function: numpy.linalg -> autograd.numpy.linalg (torch.linalg)."""
+    module_name = getattr(function, "__module__", None) or "numpy"   # ufuncs have none
+    assert module_name.split(".")[0] == "numpy", (f"{function} is not numpy's: spell it for {root.__name__} "
+                                                  "in this file's tables, or list it as lacking")
     for part in module_name.split(".")[1:]:
         root = getattr(root, part)
     return root
