@@ -33,14 +33,10 @@ from ..lib.shape import concatenate_p, roll_p
 from ..lib.values import imag_p, real_p
 from ..primitives import lookup
 from ..tape import Aval, Lit, Var
-from .graph import LoweringError, part_dtype, real_aval
+from .graph import LoweringError, is_complex, part_dtype, real_aval
 from .lowering import LOWERINGS, filled
 
 COMPLEX_LOWERINGS: dict = {}     # primitive -> lowering of its equations with complex values
-
-
-def is_complex(x) -> bool:
-    return x.aval.dtype.kind == "c"
 
 
 def parts(g, x, dtype=None) -> tuple[str, str]:

@@ -154,7 +154,7 @@ def _unguarded(tape: Tape, guards: str) -> list:
     return [e for e in tape.eqns if e.prim.kind != "guard"]
 
 
-def _is_complex(x) -> bool:
+def is_complex(x) -> bool:
     return x.aval.dtype.kind == "c"
 
 
@@ -176,7 +176,7 @@ def _refuse_complex(tape: Tape, eqns: list) -> None:
            "complex_parts=True to export each complex value as two real tensors (inputs and "
            "outputs <name>_re and <name>_im), or write the program on real arrays.")
     for v, label in zip(tape.inputs, tape.input_names):
-        if _is_complex(v):
+        if is_complex(v):
             raise LoweringError(f"cannot export a complex tape: input {label} ({v!r}) is {v.aval}. {why}")
     for i, e in enumerate(eqns):
         if _touches_complex(e):
@@ -187,12 +187,12 @@ def _refuse_complex(tape: Tape, eqns: list) -> None:
 
 
 def _touches_complex(e) -> bool:
-    return any(_is_complex(x) for x in (*e.inputs, *e.outputs))
+    return any(is_complex(x) for x in (*e.inputs, *e.outputs))
 
 
 def _declare_value(g: Graph, v, names, declare: bool) -> list:
     """(name, aval) of a variable's value(s): a complex one is two real values."""
-    pairs = list(zip(names, (real_aval(v.aval),) * 2)) if _is_complex(v) else [(names, v.aval)]
+    pairs = list(zip(names, (real_aval(v.aval),) * 2)) if is_complex(v) else [(names, v.aval)]
     if declare:
         for n, aval in pairs:
             g.declare(n, aval)
@@ -227,7 +227,7 @@ def export(tape: Tape, lowerings: dict, complex_lowerings: dict | None = None, *
     for v, label in zip(tape.inputs, tape.input_names):
         base = _value_name(label, taken)
         g.names[v] = (_value_name(base + "_re", taken), _value_name(base + "_im", taken)) \
-            if _is_complex(v) else base
+            if is_complex(v) else base
         for n, aval in _declare_value(g, v, g.names[v], declare=False):
             g.declared.add(n)
             inputs.append(helper.make_tensor_value_info(n, onnx_type(aval.dtype), list(aval.shape)))
@@ -237,7 +237,7 @@ def export(tape: Tape, lowerings: dict, complex_lowerings: dict | None = None, *
             outs = t[e.prim](g, e)
         except LoweringError as exc:
             raise LoweringError(f"{exc}: cannot lower {e} (at {e.source or '?'})") from None
-        if isinstance(outs, str) or (len(e.outputs) == 1 and _is_complex(e.outputs[0])):
+        if isinstance(outs, str) or (len(e.outputs) == 1 and is_complex(e.outputs[0])):
             outs = (outs,)
         for v, n in zip(e.outputs, outs):
             g.names[v] = n
@@ -245,7 +245,7 @@ def export(tape: Tape, lowerings: dict, complex_lowerings: dict | None = None, *
     g.eqn = None
     outputs = []
     for x, label in zip(tape.outputs, output_names(tape)):
-        if _is_complex(x):
+        if is_complex(x):
             value = np.asarray(x.value) if type(x) is Lit else None
             dt = part_dtype(x.aval.dtype)
             names = (g.const(value.real, dt), g.const(value.imag, dt)) if value is not None else g.names[x]
