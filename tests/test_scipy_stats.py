@@ -156,14 +156,22 @@ def test_multivariate_values_equal_scipy():
         np.testing.assert_allclose(getattr(ads.dirichlet, m)(SIMPLEX[:2], ALPHA), getattr(st.dirichlet, m)(SIMPLEX[:2], ALPHA))
     for m in ("mean", "var", "entropy"):
         np.testing.assert_allclose(getattr(ads.dirichlet, m)(ALPHA), getattr(st.dirichlet, m)(ALPHA))
-    with pytest.raises(NotImplementedError, match="allow_singular"):
-        mvn.logpdf(PTS, MEAN, C, allow_singular=True)
+    singular = np.diag([1.0, 2.0, 0.0])
+    inside = np.concatenate([PTS[:, :2], np.broadcast_to(MEAN[2], (4, 1))], axis=1)
+    for x, cov in ((inside, singular), (PTS, singular), (PTS, C), (PTS, np.array([1.0, 2.0, 0.0]))):
+        for m in ("logpdf", "pdf"):
+            np.testing.assert_allclose(getattr(mvn, m)(x, MEAN, cov, allow_singular=True),
+                                       getattr(smvn, m)(x, MEAN, cov, allow_singular=True), rtol=1e-10)
 
 
 def test_multivariate_gradients():
     differentiates(lambda x, m, c: ads.multivariate_normal.logpdf(x, m, c), PTS, MEAN, _cov(B))   # a full cov
     differentiates(lambda x, m, b: ads.multivariate_normal.pdf(x, m, _cov(b)), PTS, MEAN, B)
     differentiates(lambda x, m, d: ads.multivariate_normal.logpdf(x, m, d), PTS, MEAN, np.array([1.0, 2.0, 3.0]))
+    differentiates(lambda x, m, b: ads.multivariate_normal.logpdf(x, m, _cov(b), allow_singular=True), PTS, MEAN, B)
+    singular = np.diag([1.0, 2.0, 0.0])      # x and mean moving inside the support
+    differentiates(lambda x, m: ads.multivariate_normal.logpdf(np.concatenate([x, m[2:]]), m, singular, allow_singular=True),
+                   PTS[0, :2], MEAN)
     differentiates(lambda m, b: ads.multivariate_normal.entropy(m, _cov(b)), MEAN, B)
     differentiates(lambda x, a: ads.dirichlet.logpdf(x, a), SIMPLEX, ALPHA)
     differentiates(lambda a: ads.dirichlet.entropy(a), ALPHA)

@@ -449,39 +449,49 @@ class dirichlet_gen(_Distribution):
 
 class multivariate_normal_gen(_Distribution):
     """``cov`` a matrix (its lower triangle is read, as scipy's eigh reads it), a vector (the
-    diagonal) or a scalar (times the identity); x of shape (..., d), as scipy takes it."""
+    diagonal) or a scalar (times the identity); x of shape (..., d), as scipy takes it. A
+    positive definite cov is factorised by Cholesky; ``allow_singular=True`` takes scipy's
+    pseudo-inverse and pseudo-determinant (eigh, eigenvalues above its cutoff), -inf off the
+    support (whose covariance gradient needs distinct eigenvalues, as eigh's rule does)."""
     name = "multivariate_normal"
 
-    def _parameters(self, mean, cov, allow_singular):
-        if allow_singular:
-            raise NotImplementedError(
-                "ad.scipy.stats.multivariate_normal with allow_singular=True (a pseudo-determinant) "
-                "is not written: pass a positive definite cov")
-        dim = (np.size(mean) if mean is not None else np.shape(cov)[0] if np.ndim(cov) == 2 else 1)
-        if np.ndim(cov) == 2:
-            chol = np.linalg.cholesky(cov)
-        else:
-            std = np.sqrt(cov) * np.ones(dim)
-            chol = std[:, None] * np.eye(dim)
-        mean = np.zeros(dim) if mean is None else np.broadcast_to(mean, (dim,))
-        return dim, mean, chol
+    def _dim(self, mean, cov):
+        return np.size(mean) if mean is not None else np.shape(cov)[0] if np.ndim(cov) == 2 else 1
+
+    def _whitening(self, dim, cov, allow_singular):
+        """(W, log pseudo-determinant, rank, null-space basis or None, its cutoff): the
+        squared norm of dev @ W is the Mahalanobis distance."""
+        if not allow_singular:
+            chol = np.linalg.cholesky(cov) if np.ndim(cov) == 2 else np.sqrt(cov) * np.eye(dim)
+            return chol, 2 * np.sum(np.log(np.diagonal(chol))), dim, None, None
+        full = cov if np.ndim(cov) == 2 else np.eye(dim) * cov
+        s, u = np.linalg.eigh(full)
+        eps = 1e6 * np.finfo(np.float64).eps * np.max(np.abs(s))       # scipy's _eigvalsh_to_eps
+        keep = s > eps
+        safe = np.where(keep, s, 1.0)
+        return (u * np.where(keep, 1 / np.sqrt(safe), 0.0), np.sum(np.where(keep, np.log(safe), 0.0)),
+                np.sum(keep), u * ~keep, eps)
 
     def logpdf(self, x, mean=None, cov=1, allow_singular=False):
-        dim, mean, chol = self._parameters(mean, cov, allow_singular)
+        dim = self._dim(mean, cov)
+        mean = np.zeros(dim) if mean is None else np.broadcast_to(mean, (dim,))
         if np.ndim(x) == 0 or np.ndim(x) == 1 and dim == 1:
             x = np.reshape(x, (-1, 1))
         dev = np.reshape(x - mean, (-1, dim))
-        white = solve_triangular(chol, dev.T, lower=True)
-        logdet = 2 * np.sum(np.log(np.diagonal(chol)))
-        out = -(dim * LOG_2PI + logdet + np.sum(white * white, axis=0)) / 2
+        w, logdet, rank, null, eps = self._whitening(dim, cov, allow_singular)
+        white = dev @ w if allow_singular else solve_triangular(w, dev.T, lower=True).T
+        out = -(rank * LOG_2PI + logdet + np.sum(white * white, axis=-1)) / 2
+        if null is not None:        # off the support of a singular cov
+            out = np.where(np.sqrt(np.sum((dev @ null) ** 2, axis=-1)) < eps, out, -np.inf)
         return np.reshape(out, np.shape(x)[:-1]) if np.ndim(x) > 2 else np.squeeze(out)
 
     def pdf(self, x, mean=None, cov=1, allow_singular=False):
         return np.exp(self.logpdf(x, mean, cov, allow_singular))
 
     def entropy(self, mean=None, cov=1):
-        dim, _, chol = self._parameters(mean, cov, False)
-        return (dim * (1 + LOG_2PI)) / 2 + np.sum(np.log(np.diagonal(chol)))
+        dim = self._dim(mean, cov)
+        _, logdet, _, _, _ = self._whitening(dim, cov, False)
+        return (dim * (1 + LOG_2PI) + logdet) / 2
 
 
 dirichlet, multivariate_normal = dirichlet_gen(), multivariate_normal_gen()
