@@ -80,6 +80,9 @@ def test_parameters_pass_as_scipy_takes_them():
     np.testing.assert_allclose(ads.t.cdf(x, 4.0, 1.0, 2.0), st.t.cdf(x, 4.0, 1.0, 2.0))
     np.testing.assert_allclose(ads.norm(1.0, 2.0).logpdf(x), st.norm(1.0, 2.0).logpdf(x))
     np.testing.assert_allclose(ads.beta(2.0, 3.0).entropy(), st.beta(2.0, 3.0).entropy())
+    frozen, theirs = ads.gamma(2.0, scale=3.0), st.gamma(2.0, scale=3.0)
+    assert frozen.mean() == theirs.mean() and frozen.logpdf(1.0) == pytest.approx(theirs.logpdf(1.0))
+    np.testing.assert_array_equal(frozen.rvs(size=2, random_state=0), theirs.rvs(size=2, random_state=0))
     assert ads.norm.rvs(size=3, random_state=0).shape == (3,)         # scipy's own for the rest
     with pytest.raises(TypeError, match="missing shape parameter"):
         ads.gamma.logpdf(x)

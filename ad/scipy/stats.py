@@ -47,6 +47,7 @@ def _args(dist, args, kwds, names):
 
 class _Frozen:
     """``dist(*params)``: the distribution with its parameters fixed, as scipy's frozen ones."""
+    OF_A_VALUE = {"logpdf", "pdf", "cdf", "sf", "logcdf", "logsf", "pmf", "logpmf", "ppf", "isf"}
 
     def __init__(self, dist, args, kwds):
         self.dist, self.args, self.kwds = dist, args, kwds
@@ -55,9 +56,9 @@ class _Frozen:
         method = getattr(self.dist, name)
         if not callable(method):
             return method
-        if name == "entropy":
-            return lambda: method(*self.args, **self.kwds)
-        return lambda x, *a, **k: method(x, *self.args, *a, **self.kwds, **k)
+        if name in self.OF_A_VALUE:
+            return lambda x, *a, **k: method(x, *self.args, *a, **self.kwds, **k)
+        return lambda *a, **k: method(*self.args, *a, **self.kwds, **k)     # entropy, mean, rvs, ...
 
 
 class _Distribution:
