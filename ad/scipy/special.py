@@ -434,6 +434,9 @@ _poly(sp.eval_jacobi, _of_x(3, 0.5, 1.5, x=UNIT),
 
 # Carlson's symmetric elliptic integral R_F (and R_C = R_F(x, y, y)): dR_F/dx = -R_D(y, z, x)/6
 CARLSON = (Sample((POS, In(lo=0.2, hi=3.0, domain=(0.0, None)), In(lo=0.2, hi=3.0, domain=(0.0, None)))),)
+# elliprd has no derivative in closed form (it stays in MISSING), but elliprf's pullback computes
+# with it: a primitive without a rule records it, and its own gradient refuses (ad.rrule.rule_of)
+ELLIPRD = _primitive(sp.elliprd, ())
 ufunc(sp.elliprf, CARLSON, lambda x, y, z, r: -sp.elliprd(y, z, x) / 6,
       lambda x, y, z, r: -sp.elliprd(z, x, y) / 6, lambda x, y, z, r: -sp.elliprd(x, y, z) / 6)
 
@@ -593,4 +596,5 @@ def __getattr__(name):
 
 
 #: every primitive this module declares
-PRIMITIVES = tuple(p for p in UFUNCS.values() if p.name.startswith("scipy.special.")) + (polygamma_p,)
+PRIMITIVES = tuple(p for p in UFUNCS.values() if p.name.startswith("scipy.special.") and p.rule is not None
+                   ) + (polygamma_p,)
