@@ -73,6 +73,39 @@ def test_gradients_equal_autograd(argnum):
     np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-9)
 
 
+def mlp(y, t, params):
+    """A neural ODE's dynamics: its args are a list of (W, b) layers (autograd's ode_net)."""
+    for W, b in params:
+        out = y @ W + b
+        y = np.tanh(out)
+    return out
+
+
+def test_a_neural_ode_with_nested_args_equals_autograd():
+    rs = np.random.default_rng(0)
+    params = [(rs.standard_normal((2, 5)) * 0.5, rs.standard_normal(5) * 0.5),
+              (rs.standard_normal((5, 2)) * 0.5, rs.standard_normal(2) * 0.5)]
+    target = rs.standard_normal((4, 2))
+    opts = {"rtol": 1e-10, "atol": 1e-10}
+
+    def loss(params):
+        return np.sum((odeint(mlp, Y0, T, args=(params,), **opts) - target) ** 2)
+
+    def autograd_mlp(y, t, params):
+        for W, b in params:
+            out = anp.dot(y, W) + b
+            y = anp.tanh(out)
+        return out
+
+    def autograd_loss(params):
+        return anp.sum((autograd_odeint(autograd_mlp, Y0, T, atuple((params,)), **opts) - target) ** 2)
+
+    ours, theirs = ad.grad(loss)(params), autograd.grad(autograd_loss)(params)
+    for (dw, db), (tw, tb) in zip(ours, theirs):
+        np.testing.assert_allclose(dw, tw, rtol=1e-6, atol=1e-9)
+        np.testing.assert_allclose(db, tb, rtol=1e-6, atol=1e-9)
+
+
 def test_the_backward_is_one_adjoint_equation_reading_the_residuals():
     gt = ad.grad_tape(lambda y0, k: np.sum(np.sin(odeint(decay, y0, T, args=(k,)))), Y0, K, argnums=(0, 1))
     forward = [e for e in gt.eqns if e.prim is odeint_p]

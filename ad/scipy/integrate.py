@@ -26,6 +26,7 @@ import inspect
 import numpy as np
 import scipy.integrate as sint
 
+from .. import pytree
 from ..api import grad
 from ..errors import ConcretizationError, NonDifferentiableError, UnsupportedFunctionError
 from ..primitives import Primitive
@@ -38,11 +39,12 @@ from ..trace_state import Traced
 SOLVER = ("rtol", "atol", "h0", "hmax", "hmin", "mxstep", "mxordn", "mxords")
 
 
-def _call(func, options):
-    """func as ``f(y, t, *args)`` (scipy's ``tfirst`` swaps the first two)."""
+def _call(func, tree, options):
+    """func as ``f(y, t, *leaves)``: the args rebuilt from their leaves (a neural ODE passes
+    lists of (W, b) tuples), the first two swapped for scipy's ``tfirst``."""
     if dict(options).get("tfirst"):
-        return lambda y, t, *args: func(t, y, *args)
-    return func
+        return lambda y, t, *leaves: func(t, y, *pytree.unflatten(tree, leaves))
+    return lambda y, t, *leaves: func(y, t, *pytree.unflatten(tree, leaves))
 
 
 def _solve(func, y0, t, args, **options):
@@ -56,18 +58,18 @@ def _solve(func, y0, t, args, **options):
             "through odeint(func, y0, t, args=(...)): func(y, t, *args) receives them", exc.location) from None
 
 
-def _odeint(y0, t, *args, func, options):
-    return _solve(func, y0, t, args, **dict(options))
+def _odeint(y0, t, *leaves, func, tree, options):
+    return _solve(_call(func, tree, options), y0, t, leaves, **{k: v for k, v in options if k != "tfirst"})
 
 
 def _floats(args) -> list[int]:
     return [i for i, a in enumerate(args) if np.issubdtype(np.result_type(a), np.inexact)]
 
 
-def _odeint_adjoint(ys, t, g, *args, func, options):
+def _odeint_adjoint(ys, t, g, *args, func, tree, options):
     """(dy0, dt, *dargs of the float args): the adjoint system solved backwards, interval by
     interval between the output times."""
-    f = _call(func, options)
+    f = _call(func, tree, options)
     floats = _floats(args)
     args = [np.asarray(a, dtype=np.float64) if i in floats else a for i, a in enumerate(args)]
     sizes = [args[i].size for i in floats]
@@ -101,29 +103,29 @@ def decay(y, t, k):
 
 TIGHT = (("atol", 3e-14), ("rtol", 3e-14))     # near LSODA's floor: the checks hold the pullback linear to rounding
 odeint_p = Primitive(
-    "scipy.integrate.odeint", _odeint, params=("func", "options"), function=sint.odeint,
+    "scipy.integrate.odeint", _odeint, params=("func", "tree", "options"), function=sint.odeint,
     doc="The solution of y' = func(y, t, *args) at the times t, from y0 (LSODA).",
     samples=(Sample((In((2,), 0.5, 1.5), literal(np.linspace(0.0, 1.5, 4)), In((2,), 0.5, 1.5)),
-                    {"func": decay, "options": TIGHT}, MATRIX, dtypes=(F64,)),))
+                    {"func": decay, "tree": pytree.flatten((0.0,))[1], "options": TIGHT}, MATRIX, dtypes=(F64,)),))
 odeint_adjoint_p = Primitive(
-    "scipy.integrate.odeint_adjoint", _odeint_adjoint, params=("func", "options"), multiple_results=True,
+    "scipy.integrate.odeint_adjoint", _odeint_adjoint, params=("func", "tree", "options"), multiple_results=True,
     doc="The pullback of odeint: the adjoint system solved backwards (gradients of y0, t, the float args).")
 
 
 @rrule(odeint_p)
-def _odeint_rule(y0, t, *args, func, options):
-    ys = odeint_p.bind(y0, t, *args, func=func, options=options)
+def _odeint_rule(y0, t, *args, func, tree, options):
+    ys = odeint_p.bind(y0, t, *args, func=func, tree=tree, options=options)
     floats = _floats(args)
 
     def pullback(g):
-        dy0, dt, *dargs = odeint_adjoint_p.bind(ys, t, g, *args, func=func, options=options)
+        dy0, dt, *dargs = odeint_adjoint_p.bind(ys, t, g, *args, func=func, tree=tree, options=options)
         it = iter(dargs)
         return (dy0, dt, *[next(it) if i in floats else NoTangent() for i in range(len(args))])
     return ys, pullback
 
 
 @rrule(odeint_adjoint_p)
-def _odeint_adjoint_rule(*operands, func, options):
+def _odeint_adjoint_rule(*operands, func, tree, options):
     raise NonDifferentiableError(
         "second derivatives through scipy.integrate.odeint (the adjoint of its adjoint solve) are "
         "not supported")
@@ -133,13 +135,14 @@ def odeint(func, y0, t, args=(), Dfun=None, col_deriv=0, full_output=0, ml=None,
            atol=None, tcrit=None, h0=0.0, hmax=0.0, hmin=0.0, ixpr=0, mxstep=0, mxhnil=0, mxordn=12,
            mxords=5, printmessg=0, tfirst=False):
     """``scipy.integrate.odeint``: y at the times t of ``dy/dt = func(y, t, *args)``,
-    differentiable in y0, t and the float ``args`` (by the adjoint method)."""
+    differentiable in y0, t and the float leaves of ``args`` (arrays, or nested lists, tuples
+    and dicts of them: a neural ODE's layers), by the adjoint method."""
     if not isinstance(args, tuple):
         args = (args,)
     given = dict(Dfun=Dfun, col_deriv=col_deriv, ml=ml, mu=mu, rtol=rtol, atol=atol, h0=h0, hmax=hmax,
                  hmin=hmin, ixpr=ixpr, mxstep=mxstep, mxhnil=mxhnil, mxordn=mxordn, mxords=mxords,
                  printmessg=printmessg, tfirst=tfirst)
-    traced = any(isinstance(x, Traced) for x in (y0, t, *args))
+    traced = any(isinstance(x, Traced) for x in (y0, t, *pytree.flatten(args)[0]))
     if not traced:
         return _solve(func, y0, t, args, full_output=full_output, tcrit=tcrit, **given)
     if full_output:
@@ -150,7 +153,9 @@ def odeint(func, y0, t, args=(), Dfun=None, col_deriv=0, full_output=0, ml=None,
     options = {k: v for k, v in given.items() if v is not DEFAULTS[k]}     # a short tape
     if tcrit is not None:
         options["tcrit"] = tuple(np.ravel(tcrit))      # hashable: params key the lifted templates
-    return odeint_p.bind(np.reshape(y0, (-1,)), t, *args, func=func, options=tuple(sorted(options.items())))
+    leaves, tree = pytree.flatten(args)
+    return odeint_p.bind(np.reshape(y0, (-1,)), t, *leaves, func=func, tree=tree,
+                         options=tuple(sorted(options.items())))
 
 
 DEFAULTS = {k: p.default for k, p in inspect.signature(odeint).parameters.items()}
