@@ -8,12 +8,14 @@ import functools
 import keyword
 import math
 import re
+import sys
 
 import numpy as np
 
 from . import pytree
 from .backward import GradTape
 from .core_prims import check_guard
+from .dispatch import public_name
 from .tape import Tape, Var, format_eqn, gc_paused
 
 
@@ -97,12 +99,21 @@ def _operand_src(x, ns) -> str:
 
 
 @functools.cache    # once per function, not once per equation
-def _numpy_path(f) -> str | None:
-    """Where compiled code finds a numpy function or ufunc (``np.sum``, ``np.linalg.inv``)."""
-    module = getattr(f, "__module__", None) or ""
-    if module != "numpy" and not module.startswith("numpy."):
+def _function_path(f, ns: _Namespace) -> str | None:
+    """Where compiled code finds a numpy or scipy function by its public name (``np.sum``,
+    ``np.linalg.inv``, ``scipy.special.psi``), if that name leads back to ``f``."""
+    if f is None:
         return None
-    return ".".join(["np", *module.split(".")[1:], f.__name__])
+    path = public_name(f)
+    root, *parts = path.split(".")
+    module = np if root == "np" else sys.modules.get(root) if root == "scipy" else None
+    found = module
+    for part in parts:
+        found = getattr(found, part, None)
+    if module is None or found is not f:
+        return None
+    ns.globals[root] = module
+    return path
 
 
 def eqn_source(e, ns: _Namespace) -> str:
@@ -117,7 +128,7 @@ def eqn_source(e, ns: _Namespace) -> str:
     if spelling is not None:
         return spelling.format(*args, **{k: _value_src(v, ns) for k, v in e.params})
     kw = "".join(f", {k}={_value_src(v, ns)}" for k, v in e.params)
-    fn = _numpy_path(e.prim.function) or ns.bind(e.prim.impl, _ident(e.prim.name), numbered=False)
+    fn = _function_path(e.prim.function, ns) or ns.bind(e.prim.impl, _ident(e.prim.name), numbered=False)
     return f"{fn}({', '.join(args)}{kw})"
 
 

@@ -43,7 +43,7 @@ def implements(*funcs):
     return register
 
 
-def _fname(f) -> str:
+def public_name(f) -> str:
     """How errors name a numpy or scipy function: ``np.linalg.inv``, ``scipy.special.gammaln``."""
     if isinstance(f, np.ufunc):
         return _ufunc_name(f)
@@ -81,7 +81,7 @@ def ufunc(uf: np.ufunc, method: str, inputs, kwargs):
     out = kwargs.pop("out", None)
     dtype = kwargs.pop("dtype", None)
     where = kwargs.pop("where", True)
-    name = _fname(uf)
+    name = public_name(uf)
     if method == "__call__" and where is not True:
         raise unsupported(f"{name}(..., where=...)", f"Use np.where(cond, {name}(...), other) instead.")
     for ignored in ("casting", "order", "subok"):
@@ -154,11 +154,11 @@ def function(func, args, kwargs, like=None):
         return handler(*args, **kwargs)
     implementation = getattr(func, "_implementation", None)
     if implementation is None:
-        raise unsupported(_fname(func))
+        raise unsupported(public_name(func))
     try:
         return implementation(*args, **kwargs)
     except ConcretizationError as exc:
-        raise unsupported(_fname(func), "numpy's implementation of it converts its argument to a "
+        raise unsupported(public_name(func), "numpy's implementation of it converts its argument to a "
                            "plain array. Write it with functions that have rules, or mark a function "
                            "of yours as @ad.primitive and give it a rule with @ad.rrule.") from exc
 

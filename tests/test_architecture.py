@@ -21,6 +21,9 @@ OPTIONAL = {
     "ad.scipy.special": "imports scipy.special (~0.2 s, as much as `import ad`): ad.dispatch loads "
                         "it when the first scipy.special ufunc reaches a tracer",
     "ad.scipy": "the package of ad.scipy.special, loaded with it (it imports nothing itself)",
+    **dict.fromkeys(("ad.scipy.integrate", "ad.scipy.linalg", "ad.scipy.signal"),
+                    "import scipy's modules: ad.serialize loads them (and ad.scipy.special) when a "
+                    "saved tape names a scipy primitive"),
     "tapeviz.debugger": "needs ipywidgets (the widget is imported when first used)",
     "tapeviz.debugger.widget": "needs ipywidgets (the widget is imported when first used)",
 }

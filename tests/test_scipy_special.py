@@ -9,6 +9,7 @@ tests/test_rules.py as spec lines; unsupported cases refuse loudly, naming ``sci
 (tests/test_rules.py, test_spec_values.py) from their declared samples.
 """
 import inspect
+import json
 import subprocess
 import sys
 import zlib
@@ -404,10 +405,10 @@ def test_where_and_keywords_name_scipy():
 
 
 def test_numpy_ufuncs_keep_their_names():
-    from ad.dispatch import _fname
-    assert _fname(np.sin) == "np.sin" and _fname(np.linalg.inv) == "np.linalg.inv"
-    assert _fname(sp.gammaln) == "scipy.special.gammaln" and _fname(sp.digamma) == "scipy.special.psi"
-    assert _fname(sp._ufuncs._beta_pdf) == "scipy.special._ufuncs._beta_pdf"
+    from ad.dispatch import public_name
+    assert public_name(np.sin) == "np.sin" and public_name(np.linalg.inv) == "np.linalg.inv"
+    assert public_name(sp.gammaln) == "scipy.special.gammaln" and public_name(sp.digamma) == "scipy.special.psi"
+    assert public_name(sp._ufuncs._beta_pdf) == "scipy.special._ufuncs._beta_pdf"
 
 
 # -- import cost -------------------------------------------------------------------------------
@@ -420,3 +421,27 @@ def test_import_ad_does_not_import_scipy_and_the_first_scipy_ufunc_loads_the_rul
             "assert abs(ad.grad(gammaln)(1.5) - psi(1.5)) < 1e-15\n"
             "assert 'ad.scipy.special' in sys.modules\n")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# -- compiled code and saved files ---------------------------------------------------------------
+
+def _loss(x):
+    return np.sum(sp.gammaln(x) * sp.expit(x))
+
+
+def test_compiled_code_calls_scipy_by_its_public_names():
+    x = np.array([1.5, 2.5])
+    compiled = ad.compile(ad.grad_tape(_loss, x))
+    assert "scipy.special.gammaln(v0)" in compiled.source and "scipy.special.psi(v0)" in compiled.source
+    np.testing.assert_allclose(compiled(x)[1], ad.grad(_loss, form="closure")(x), rtol=1e-14)
+
+
+def test_a_saved_scipy_tape_loads_in_a_fresh_process(tmp_path):
+    """import ad defers ad.scipy; loading a file that names scipy.special primitives loads it."""
+    x = np.array([1.5, 2.5])
+    ad.save(ad.grad_tape(_loss, x), tmp_path / "g.json")
+    code = ("import json, sys, numpy as np, ad\n"
+            "assert 'scipy' not in sys.modules\n"
+            f"print(json.dumps(ad.load({str(tmp_path / 'g.json')!r})(np.array([1.5, 2.5]))[1].tolist()))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    np.testing.assert_allclose(json.loads(out), ad.grad(_loss)(x), rtol=1e-14)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..dispatch import FUNCTIONS, UFUNC_METHODS, UFUNCS, _fname
+from ..dispatch import FUNCTIONS, UFUNC_METHODS, UFUNCS, public_name
 from ..primitives import REGISTRY
 from ..samples import C128, caller, draw
 
@@ -105,10 +105,11 @@ def sweep() -> dict[str, tuple[str, str]]:
 
 def supported() -> dict[str, list[str]]:
     """{numpy namespace: sorted names}: ufuncs, ufunc methods and functions with a handler."""
-    groups: dict[str, set[str]] = {"ufuncs": {_fname(u) for u in UFUNCS if _fname(u).startswith("np.")},
+    numpy_ufuncs = {public_name(u) for u in UFUNCS} - {n for n in map(public_name, UFUNCS) if not n.startswith("np.")}
+    groups: dict[str, set[str]] = {"ufuncs": numpy_ufuncs,
                                    "ufunc methods": {f"np.{u.__name__}.{m}" for u, m in UFUNC_METHODS}}
     for f in FUNCTIONS:
-        name = _fname(f)
+        name = public_name(f)
         if name.startswith("np."):      # scipy's names: ad.scipy's own tables (loaded lazily)
             groups.setdefault(name.rpartition(".")[0] + " functions", set()).add(name)
     return {k: sorted(v) for k, v in sorted(groups.items())}
