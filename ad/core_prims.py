@@ -200,11 +200,23 @@ index_add_p = Primitive("index_add", _index_add, params=("index",), linear_in=(0
                         samples=(Sample((M34, M34, index([0, 0, 2])), {"index": (("array", 0),)}, MATRIX),))
 
 
+def _reshapes(index, x, y) -> bool:
+    """Does ``x[index]`` only add or drop axes of length 1 (``x[None]``, ``x[..., 0]`` of a
+    trailing 1)? Then its cotangent is a reshape, not a write into zeros. Basic indexing with
+    full slices keeps every element in order; an integer then drops an axis of length 1 (the
+    sizes agree)."""
+    return (np.size(x) == np.size(y) > 0 and
+            all(s is None or s == "..." or isinstance(s, int) or s == ("slice", None, None, None)
+                for s in index))
+
+
 @rrule(getitem_p)
 def _getitem_rule(x, *arrays, index):
     y = getitem_p.bind(x, *arrays, index=index)
 
     def pullback(dy):
+        if _reshapes(index, x, dy):
+            return (np.reshape(dy, np.shape(x)),)
         zeros = np.zeros_like(x)
         if arrays:   # a gather: repeated indices must accumulate
             dx = index_add_p.bind(zeros, dy, *arrays, index=index)

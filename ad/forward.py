@@ -433,7 +433,9 @@ def tangent_leaves(primal: Tape, argnums, wrt, slots, tangents) -> list:
 
 
 def output_tangents(primal: Tape, tangent_slots, outs: list):
-    """The output tangents shaped like the output (None for integer and boolean leaves)."""
+    """The output tangents shaped like the output (None for integer and boolean leaves; a 0-d
+    array as a numpy scalar, as numpy returns them)."""
+    outs = [t[()] if isinstance(t, np.ndarray) and t.ndim == 0 else t for t in outs]
     return pytree.unflatten(primal.out_tree, [None if s < 0 else outs[s] for s in tangent_slots])
 
 
