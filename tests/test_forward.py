@@ -177,8 +177,6 @@ def test_linearize_tape_prints_optimises_compiles_and_runs():
     np.testing.assert_allclose(w_only(tW), (1 - np.tanh(W @ x) ** 2) * (tW @ x))
 
 
-@pytest.mark.xfail(strict=True, reason="ad/serialize/document.py accepts only the reverse-mode origin "
-                   "kinds (_KINDS); it should read ad.tape.ORIGIN_KINDS, which adds the forward ones")
 def test_linearize_tape_saves_and_loads(tmp_path):
     _, f_jvp = ad.linearize(lambda x: np.sin(x) * np.exp(x), np.ones(3))
     path = tmp_path / "tangent.json"

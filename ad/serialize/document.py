@@ -12,7 +12,7 @@ import collections
 from .. import pytree
 from ..backward import GradTape
 from ..errors import source_line
-from ..tape import Aval, Eqn, InvalidTapeError, Origin, Tape, Var, freeze_params, validate
+from ..tape import ORIGIN_KINDS, Aval, Eqn, InvalidTapeError, Origin, Tape, Var, freeze_params, validate
 from .codec import (NotSerializableError, TapeFormatError, dec, dec_aval, dec_lit_entry,
                     dec_lit_operand, enc, enc_aval, enc_lit, expect_int, expect_keys, expect_list,
                     short, tagged)
@@ -29,7 +29,6 @@ LIMITS = {               # defaults of ``load``'s size limits (each a keyword of
     "max_elements": 100_000_000,   # per variable, literal or ``shape`` param
 }
 
-_KINDS = ("primal", "pullback", "project", "accumulate", "seed", "zeros")   # of ad.Origin
 _TOP = {"format", "version", "type", "inputs", "input_names", "literals", "eqns", "outputs",
         "free_vars", "in_tree", "out_tree"}
 _GRAD = {"n_forward", "n_values", "n_seeds", "grad_tree", "grad_slots"}
@@ -240,8 +239,8 @@ class _Decoder:
 
     def origin(self, o, where) -> Origin:
         kind, of, rule = expect_list(o, where, 3)
-        if kind not in _KINDS:
-            raise TapeFormatError(f"{where}[0]: origin kind {kind!r:.40} is not one of {_KINDS}")
+        if kind not in ORIGIN_KINDS:
+            raise TapeFormatError(f"{where}[0]: origin kind {kind!r:.40} is not one of {ORIGIN_KINDS}")
         if of is not None:
             n = expect_int(of, f"{where}[1]", 0)
             of = self.variables.get(n) or self.free.get(n)
