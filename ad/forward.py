@@ -26,7 +26,7 @@ from .core_prims import full_p, positive_p, project
 from .errors import NonDifferentiableError, TraceError, unwrapping_numpy
 from .lift import LiftedRule, cache_key, is_weak, lift
 from .passes import optimize as run_passes
-from .primitives import lookup
+from .primitives import Primitive, lookup
 from .rrule import rule_of
 from .tangents import NoTangent, ZeroTangent, unthunk
 from .tape import Aval, Eqn, Lit, Origin, Tape, Var, active_vars, eval_eqns, eval_tape, freeze_params, gc_paused
@@ -136,10 +136,7 @@ def derive(lifted: LiftedRule, values: list, source=None) -> Pushforward:
     """The pushforward of a lifted rule: the transpose of its pullback in its cotangents, or
     (a primitive in it has no transpose) the vjp of its pullback."""
     if lifted.fallback:
-        raise NonDifferentiableError(
-            f"no pushforward for {lifted.prim.name}: its rule runs as a closure ({lifted.fallback}), "
-            f"which can be neither transposed nor differentiated; give one with "
-            f"@ad.frule({lifted.prim.name})", location=source)
+        return _opaque_pushforward(lifted)
     tape, owners = pullback_tape(lifted)
     cts = [c for c in lifted.cts if c.aval.is_float]    # an integer output has no tangent
     env = {a: v for a, v in zip(lifted.args, values) if type(a) is Var}
@@ -188,6 +185,38 @@ def _vjp_of_pullback(tape: Tape, point: list, n_const: int, prim, source) -> Tap
                         outs, e.source, e.origin))
     return Tape(tuple(tape.inputs[:n_const]) + tuple(sub[s] for s in seeds), tuple(eqns),
                 tuple(sub[x] if type(x) is Var else x for x in gt.outputs[gt.n_values:]))
+
+
+def _opaque_pushforward(lifted: LiftedRule) -> Pushforward:
+    """The pushforward of a rule that runs as a closure (``lift``'s opaque pair): the vjp of its
+    pullback closure, taken when the tape runs."""
+    (rrule_eqn,) = lifted.fwd
+    handle = rrule_eqn.outputs[-1]
+    counter = itertools.count(1 + max(v.n for v in (*rrule_eqn.inputs, *rrule_eqn.outputs, *lifted.cts)))
+    needs = tuple(g is not None for g in lifted.grads)
+    tangents = tuple(Var(next(counter), a.aval) if n else None for a, n in zip(lifted.args, needs))
+    out_tangents = tuple(Var(next(counter), o.aval) if o.aval.is_float else None for o in lifted.outs)
+    params = freeze_params({"prim": lifted.prim, "avals": tuple(a.aval for a in lifted.args), "needs": needs,
+                            "out_avals": tuple(o.aval for o in lifted.outs)})
+    eqn = Eqn(opaque_pushforward_p, (handle,) + tuple(t for t in tangents if t is not None), params,
+              tuple(t for t in out_tangents if t is not None), None, Origin("pushforward_vjp"))
+    return Pushforward(lifted.prim, lifted.args, lifted.fwd, lifted.outs, tangents, (eqn,), out_tangents,
+                       "pushforward_vjp", f"its rule runs as a closure ({lifted.fallback}): its "
+                       "pushforward is the vjp of that closure")
+
+
+def _run_opaque_pushforward(handle, *tangents, prim, avals, needs, out_avals):
+    ts = iter(tangents)
+    full = [next(ts) if n else None for n in needs]
+    outs = _push_by_vjp(handle, prim.multiple_results, avals, needs, full, out_avals)
+    outs = outs if prim.multiple_results else (outs,)
+    return tuple(t for t, a in zip(outs, out_avals) if a.is_float)
+
+
+opaque_pushforward_p = Primitive(
+    "opaque_pushforward", _run_opaque_pushforward, params=("prim", "avals", "needs", "out_avals"),
+    multiple_results=True, kind="opaque",
+    doc="The pushforward of a rule that runs as a closure: the vjp of the pullback closure in its handle.")
 
 
 def _lift_frule(prim, params, values, needs, source) -> Pushforward:
@@ -526,10 +555,12 @@ def eval_closure_jvp(primal: Tape, args, wrt: list[int], tangents: list) -> tupl
             return e.prim.bind(*vals, **dict(e.params))
         if e.prim.frule is not None:
             y, push = e.prim.frule(*vals, **dict(e.params))
-            out = push(*(t if t is not None else _zeros_of(v, n) for t, v, n in zip(ts, vals, needs)))
+            out = push(*(t if t is not None else _zeros_of(v) for t, v in zip(ts, vals)))
         else:
             y, pullback = rule_of(e)(*vals, **dict(e.params))
-            out = _push_by_vjp(pullback, e, vals, needs, ts, y)
+            ys = tuple(y) if e.prim.multiple_results else (y,)
+            out = _push_by_vjp(pullback, e.prim.multiple_results, [Aval.of(v) for v in vals], needs, ts,
+                               [Aval.of(yk) for yk in ys])
         ys, outs = (tuple(y), tuple(out)) if e.prim.multiple_results else ((y,), (out,))
         for v, yk, t in zip(e.outputs, ys, outs):
             t = unthunk(t)
@@ -543,25 +574,25 @@ def eval_closure_jvp(primal: Tape, args, wrt: list[int], tangents: list) -> tupl
     return outs, touts
 
 
-def _zeros_of(value, needed: bool):
+def _zeros_of(value):
     aval = Aval.of(value)
     return np.zeros(aval.shape, aval.dtype) if aval.is_float else NoTangent()
 
 
-def _push_by_vjp(pullback, e: Eqn, vals, needs, ts, y):
+def _push_by_vjp(pullback, multiple_results: bool, avals, needs, ts, out_avals):
     """The pushforward of one rule instance as the vjp of its pullback closure (linear in the
-    cotangent, so its pullback is the pushforward), at the zero cotangent."""
+    cotangent, so its pullback is the pushforward), at the zero cotangent. ``avals``: the
+    operands'; ``ts``: their tangents (None: zero); ``out_avals``: the outputs'."""
     def pulled(ct):
         raw = pullback(ct)
         raw = raw if isinstance(raw, tuple) else (raw,)
         out = []
-        for v, g, n in zip(vals, raw, needs):
+        for a, g, n in zip(avals, raw, needs):
             if n:
-                g = project(Aval.of(v), unthunk(g))
-                out.append(_zeros_of(v, True) if isinstance(g, (NoTangent, ZeroTangent)) else g)
+                g = project(a, unthunk(g))
+                out.append(np.zeros(a.shape, a.dtype) if isinstance(g, (NoTangent, ZeroTangent)) else g)
         return tuple(out)
-    ys = tuple(y) if e.prim.multiple_results else (y,)
-    zeros = tuple(np.zeros(np.shape(yk), np.result_type(yk)) for yk in ys)
-    _, pb = vjp(pulled, zeros if e.prim.multiple_results else zeros[0])
-    (out,) = pb(tuple(t if t is not None else _zeros_of(v, True) for t, v, n in zip(ts, vals, needs) if n))
+    zeros = tuple(np.zeros(a.shape, a.dtype) for a in out_avals)
+    _, pb = vjp(pulled, zeros if multiple_results else zeros[0])
+    (out,) = pb(tuple(t if t is not None else np.zeros(a.shape, a.dtype) for t, a, n in zip(ts, avals, needs) if n))
     return out

@@ -15,7 +15,7 @@ import ad.nn.examples as nnx
 from ad.checks.fd import directional_derivative, random_like
 from ad.checks.settings import fd_rtol
 from ad.examples import mlp_example, mlp_loss, mlp_loss_for
-from ad.forward import pushforward
+from ad.forward import derive, pushforward
 from ad.lift import lift
 from ad.samples import C128
 from ad.tape import Var, eval_tape
@@ -345,3 +345,41 @@ def test_random_programs_forms_gradients_and_finite_differences(program, seed):
     _, f_jvp = ad.linearize(f, *xs)
     ad.validate(f_jvp.tape)
     assert f_jvp.fallbacks == ()
+
+
+def test_a_rule_running_as_a_closure_is_pushed_forward_by_the_vjp_of_its_closure():
+    """A pullback that looks at its cotangent cannot be lifted (an opaque pair): its pushforward
+    is the vjp of the closure, taken at run time, and flagged."""
+    double = ad.primitive(lambda x: 2.0 * x, name="test_forward_opaque_double")
+
+    @ad.rrule(double)
+    def double_rule(x):
+        def pullback(dy):
+            if np.any(np.isnan(dy)):          # a branch on the cotangent's value
+                raise ValueError("a nan cotangent")
+            return (2.0 * dy,)
+        return double(x), pullback
+    x, t = np.array([1.0, 2.0]), np.array([0.5, -1.0])
+    _, f_jvp = ad.linearize(lambda x: np.sin(double(x)), x)
+    want = np.cos(2 * x) * 2 * t
+    np.testing.assert_allclose(f_jvp(t), want)
+    assert [f.rule for f in f_jvp.fallbacks] == ["test_forward_opaque_double"] * 2   # its rule, its pushforward
+    assert "by the vjp of its pullback" in str(f_jvp.tape)
+    for form in ("closure", "compiled"):
+        np.testing.assert_allclose(ad.jvp(lambda x: np.sin(double(x)), (x,), (t,), form=form)[1], want)
+
+
+def test_pushforward_templates_evaluate_and_agree_with_a_frule():
+    """The checker's view: a hand-written frule's template and the derived one, at the same point."""
+    square = ad.primitive(lambda x: x * x, name="test_forward_square")
+    ad.rrule(square)(lambda x: (square(x), lambda dy: (2 * x * dy,)))
+    ad.frule(square)(lambda x: (square(x), lambda dx: 2 * x * dx))
+    x, t = np.array([1.0, -3.0]), np.array([2.0, 0.5])
+    by_hand = pushforward(square.primitive, (), [x], (True,))
+    derived = derive(lift(square.primitive, (), [x], (True,)), [x])
+    assert (by_hand.kind, derived.kind) == ("pushforward_frule", "pushforward")
+    (y1,), (t1,) = by_hand.evaluate([x], [t])
+    (y2,), (t2,) = derived.evaluate([x], [t])
+    np.testing.assert_allclose(y1, x * x)
+    np.testing.assert_allclose(t1, 2 * x * t)
+    np.testing.assert_allclose(t2, t1)
