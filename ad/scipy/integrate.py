@@ -103,7 +103,7 @@ def decay(y, t, k):
 
 TIGHT = (("atol", 3e-14), ("rtol", 3e-14))     # near LSODA's floor: the checks hold the pullback linear to rounding
 odeint_p = Primitive(
-    "scipy.integrate.odeint", _odeint, params=("func", "tree", "options"), function=sint.odeint,
+    "scipy.integrate.odeint", _odeint, params=("func", "tree", "options"),
     doc="The solution of y' = func(y, t, *args) at the times t, from y0 (LSODA).",
     samples=(Sample((In((2,), 0.5, 1.5), literal(np.linspace(0.0, 1.5, 4)), In((2,), 0.5, 1.5)),
                     {"func": decay, "tree": pytree.flatten((0.0,))[1], "options": TIGHT}, MATRIX, dtypes=(F64,)),))

@@ -139,7 +139,7 @@ def _solve_sylvester(a, b, q):
 
 
 solve_sylvester_p = Primitive(
-    "scipy.linalg.solve_sylvester", _solve_sylvester, function=sla.solve_sylvester, linear_in=(2,),
+    "scipy.linalg.solve_sylvester", _solve_sylvester, linear_in=(2,),
     doc="X with A X + X B = Q (A and B with no eigenvalues summing to zero).",
     samples=(Sample((matrix((3, 3), "separated"), matrix((2, 2), "separated"), In((3, 2))), shapes=MATRIX),))
 
@@ -171,7 +171,7 @@ def _sqrtm(a):
 
 
 sqrtm_p = Primitive(
-    "scipy.linalg.sqrtm", _sqrtm, function=sla.sqrtm,
+    "scipy.linalg.sqrtm", _sqrtm,
     doc="The principal square root of a real matrix with a real one (eigenvalues off (-inf, 0]).",
     samples=(Sample((matrix((3, 3), "spd"),), shapes=MATRIX), Sample((matrix((3, 3), "separated"),), shapes=MATRIX)))
 
