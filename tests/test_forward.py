@@ -15,7 +15,7 @@ import ad.nn.examples as nnx
 from ad.checks.fd import directional_derivative, random_like
 from ad.checks.settings import fd_rtol
 from ad.examples import mlp_example, mlp_loss, mlp_loss_for
-from ad.forward import derive, pushforward
+from ad.forward import clear_cache, derive, pushforward
 from ad.lift import lift
 from ad.samples import C128
 from ad.tape import Var, eval_tape
@@ -383,3 +383,15 @@ def test_pushforward_templates_evaluate_and_agree_with_a_frule():
     np.testing.assert_allclose(y1, x * x)
     np.testing.assert_allclose(t1, 2 * x * t)
     np.testing.assert_allclose(t2, t1)
+
+
+def test_pushforward_templates_are_cached_per_rule_and_avals():
+    clear_cache()
+    tanh = ad.primitives.lookup(np.tanh)
+    x = np.ones(3)
+    first = pushforward(tanh, (), [x], (True,))
+    assert pushforward(tanh, (), [np.zeros(3)], (True,)) is first          # same avals: a hit
+    assert pushforward(tanh, (), [np.ones(4)], (True,)) is not first       # other avals
+    with ad.using_rule(np.tanh, lambda x: (np.tanh(x), lambda dy: (dy * (1 - np.tanh(x) ** 2),))):
+        assert pushforward(tanh, (), [x], (True,)) is not first            # a new rule re-derives
+    assert first.kind == "pushforward" and first.fallback is None
