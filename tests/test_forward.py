@@ -395,3 +395,12 @@ def test_pushforward_templates_are_cached_per_rule_and_avals():
     with ad.using_rule(np.tanh, lambda x: (np.tanh(x), lambda dy: (dy * (1 - np.tanh(x) ** 2),))):
         assert pushforward(tanh, (), [x], (True,)) is not first            # a new rule re-derives
     assert first.kind == "pushforward" and first.fallback is None
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+def test_single_precision_stays_single(dtype):
+    x = np.array([0.5, -1.0, 2.0], dtype)
+    for form in ("lifted", "closure", "compiled"):
+        y, t = ad.jvp(lambda x: np.exp(x) * np.sum(x * x), (x,), (np.ones(3, dtype),), form=form)
+        assert y.dtype == dtype and t.dtype == dtype, form
+        np.testing.assert_allclose(t, np.exp(x) * (np.sum(x * x) + 2 * np.sum(x)), rtol=1e-5)
