@@ -124,10 +124,10 @@ def pushforward(prim, params: tuple, values: list, needs: tuple[bool, ...], sour
 def pullback_tape(lifted: LiftedRule) -> tuple[Tape, list[int]]:
     """A lifted pullback as a tape: (operands, residuals, float cotangents) -> the operands'
     cotangents, and the operand each output belongs to. The cotangent of an integer output
-    (frexp's exponent) is a residual: a pullback may not read it."""
+    (frexp's exponent) is a constant, not a linear input."""
     args = [a for a in lifted.args if type(a) is Var]
     cts = [c for c in lifted.cts if c.aval.is_float]
-    res = [r for r in lifted.residuals if r not in set(args) and r not in set(cts)]
+    res = [r for r in lifted.residuals if r not in set(args)] + [c for c in lifted.cts if not c.aval.is_float]
     owners = [i for i, g in enumerate(lifted.grads) if g is not None]
     return Tape(tuple(args + res) + tuple(cts), lifted.bwd, tuple(lifted.grads[i] for i in owners)), owners
 
@@ -326,9 +326,6 @@ def build_linearized(primal: Tape, values: list, wrt: list[int]) -> Linearized:
             continue
         rule_of(e)
         opvals = [vals[x] if type(x) is Var else x.value for x in e.inputs]
-        lifted = None if e.prim.frule else lift(e.prim, e.params, opvals, needs, e.source)
-        if lifted is not None and lifted.fallback:
-            fallbacks.append(Fallback(e.prim.name, e.source, lifted.fallback))
         pf = pushforward(e.prim, e.params, opvals, needs, e.source)
         if pf.fallback:
             fallbacks.append(Fallback(e.prim.name, e.source, pf.fallback))
