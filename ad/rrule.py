@@ -50,17 +50,21 @@ def using_rule(f, rule):
 
 
 def primitive(f=None, *, name: str | None = None, multiple_results: bool = False,
-              complex_rule: bool = False):
+              complex_rule: bool = False, linear_in=(), multilinear_in=()):
     """Mark a function as primitive: its calls record as one equation (give it a rule with
     ``@ad.rrule``). Positional arguments are operands; keyword arguments are static params.
     Without ``name``, the function's qualified name, made unique (``<lambda>_2``): names
     identify primitives in saved tapes. ``complex_rule=True`` declares that its rule is written
-    for complex operands (docs/complex.md); without it a gradient with complex values refuses."""
+    for complex operands (docs/complex.md); without it a gradient with complex values refuses.
+    ``linear_in``/``multilinear_in`` declare the operands it is linear in (``ad.Primitive``):
+    then ``ad.transpose`` and forward mode transpose it through its rule."""
     if f is None:
         return functools.partial(primitive, name=name, multiple_results=multiple_results,
-                                 complex_rule=complex_rule)
+                                 complex_rule=complex_rule, linear_in=linear_in,
+                                 multilinear_in=multilinear_in)
     prim = Primitive(name or unique_name(f.__qualname__), f, multiple_results=multiple_results,
-                     function=f, complex_rule=complex_rule)
+                     function=f, complex_rule=complex_rule, linear_in=linear_in,
+                     multilinear_in=multilinear_in)
 
     @functools.wraps(f)
     def wrapper(*operands, **params):

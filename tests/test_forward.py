@@ -234,7 +234,8 @@ def test_frule_by_hand_agrees_with_the_derived_pushforward():
 
 
 def test_a_rule_without_a_transposable_pullback_falls_back_flagged():
-    """The pullback calls a primitive not declared linear: the vjp of the pullback, flagged."""
+    """The pullback calls a primitive not declared linear: the vjp of the pullback, flagged;
+    declared, the same pullback transposes."""
     scale = ad.primitive(lambda x: 2.0 * x, name="test_forward_scale")
     twice = ad.primitive(lambda g: 2.0 * g, name="test_forward_twice")   # linear, undeclared
     ad.rrule(twice)(lambda g: (twice(g), lambda dy: (twice(dy),)))
@@ -244,6 +245,12 @@ def test_a_rule_without_a_transposable_pullback_falls_back_flagged():
     assert [f.rule for f in f_jvp.fallbacks] == ["test_forward_scale"]
     assert "test_forward_twice is not declared linear" in f_jvp.fallbacks[0].reason
     assert "(test_forward_scale), by the vjp of its pullback" in str(f_jvp.tape)
+    declared = ad.primitive(lambda g: 2.0 * g, name="test_forward_twice_declared", linear_in=(0,))
+    ad.rrule(declared)(lambda g: (declared(g), lambda dy: (declared(dy),)))
+    ad.rrule(scale)(lambda x: (scale(x), lambda dy: (declared(dy),)))
+    _, f_jvp = ad.linearize(lambda x: np.sin(scale(x)), np.ones(2))
+    np.testing.assert_allclose(f_jvp(np.ones(2)), 2 * np.cos(2.0))
+    assert f_jvp.fallbacks == () and "(test_forward_scale), from its pullback" in str(f_jvp.tape)
 
 
 def test_mlp_and_cnn_tangent_tapes_are_derived_pushforwards():

@@ -121,8 +121,7 @@ def test_what_is_not_linear_is_refused_naming_the_equation_and_line(f, message):
 
 def test_a_pullback_reading_its_linear_operand_is_refused():
     """A primitive declared linear whose rule is not (its pullback reads the linear operand)."""
-    square = ad.primitive(lambda x: x * x, name="falsely_linear_square")
-    square.primitive.linear = ad.primitives.Linear((0,))
+    square = ad.primitive(lambda x: x * x, name="falsely_linear_square", linear_in=(0,))
     ad.rrule(square)(lambda x: (square(x), lambda dy: (2 * x * dy,)))
     tape = ad.trace(square, np.ones(2))
     with pytest.raises(ad.NotLinearError, match="its pullback reads"):
