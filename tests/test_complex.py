@@ -2,7 +2,7 @@
 every sample at complex128 (every float operand complex), mixed (its first float operand complex,
 the others real) and complex64: finite differences along random complex directions (the
 dot-product test with the real pairing of ad.checks.fd), closure = lifted = compiled, complex64
-kept complex64. Every other primitive refuses complex operands loudly (tests/test_complex_refusal.py).
+kept complex64, and second order (the vjp of the gradient against finite differences). Every other primitive refuses complex operands loudly (tests/test_complex_refusal.py).
 The convention (docs/complex.md) is HIPS autograd's and JAX's: ``grad`` of a real ``f`` is
 ``df/dx - i df/dy``."""
 from __future__ import annotations
@@ -140,3 +140,18 @@ def test_a_real_input_gets_a_real_gradient():
     assert ad.grad(lambda x: np.real(x * z * np.conj(z * x)))(x) == pytest.approx(2 * x * abs(z) ** 2)
     g = ad.grad(lambda x: np.real(x * z))(x)
     assert np.result_type(g) == np.float64 and g == z.real
+
+
+@pytest.mark.parametrize("case,shape", LAST)
+def test_complex_second_order(case, shape):
+    """The vjp of the gradient (a second derivative, lifted through the complex rules of the
+    pullback's own equations) against finite differences of the gradient."""
+    rng = _seed(case.name, "second")
+    xs = case.inputs(shape, rng, C128)
+    argnums = _inexact(xs)
+    grad = ad.grad(_real_loss(case.fn, _complex_weights(case.fn(*xs), rng)), argnums)
+    g, pullback = ad.vjp(grad, *xs)
+    rtol = fd_rtol([np.result_type(v) for v in (*xs, *g)])
+    for lhs, rhs, est in dot_product_test(grad, pullback, xs, rng=rng, domains=case.domains, wrt=argnums):
+        assert est.converged, f"finite differences did not converge (error {est.error:.2e})"
+        assert abs(lhs - rhs) <= rtol * max(1.0, abs(lhs), abs(rhs)), (lhs, rhs)
