@@ -99,6 +99,12 @@ def scipy_escape() -> tuple[str, str | None] | None:
         return None
     parts = name.split(".")
     module = "ad." + ".".join(parts[:2])
+    where = f and f"{f.f_code.co_filename}:{f.f_lineno} in {f.f_code.co_name}"
+    if parts[1] == "special" and os.environ.get("SCIPY_ARRAY_API"):
+        return (f"with SCIPY_ARRAY_API set, scipy.special wraps its ufuncs in Python functions that "
+                f"convert their arguments to numpy, so scipy.special.{parts[2]} cannot see a traced "
+                f"value. Unset SCIPY_ARRAY_API (scipy.special's ufuncs then trace as plain scipy), or "
+                f"call ad.scipy.special.{parts[2]} (the ufunc itself)"), where
     hint = (f"{name} converts its arguments to plain numpy arrays (scipy computes in compiled code), "
             f"which would drop the gradient of a traced value. ")
     has = _mirrored(module, parts[2:])
@@ -107,7 +113,7 @@ def scipy_escape() -> tuple[str, str | None] | None:
     else:
         hint += (f"Use ad.{name} instead" + ("" if has else " if ad has it") +
                  f" (ad.scipy mirrors scipy's module paths and signatures): from {module} import {parts[2]}")
-    return hint, f and f"{f.f_code.co_filename}:{f.f_lineno} in {f.f_code.co_name}"
+    return hint, where
 
 
 def source_line(location: str | None) -> str:

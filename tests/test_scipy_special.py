@@ -10,6 +10,7 @@ tests/test_rules.py as spec lines; unsupported cases refuse loudly, naming ``sci
 """
 import inspect
 import json
+import os
 import subprocess
 import sys
 import zlib
@@ -445,3 +446,19 @@ def test_a_saved_scipy_tape_loads_in_a_fresh_process(tmp_path):
             f"print(json.dumps(ad.load({str(tmp_path / 'g.json')!r})(np.array([1.5, 2.5]))[1].tolist()))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     np.testing.assert_allclose(json.loads(out), ad.grad(_loss)(x), rtol=1e-14)
+
+
+def test_under_scipy_array_api_the_rules_load_and_the_error_says_why(tmp_path):
+    """SCIPY_ARRAY_API=1 makes many scipy.special functions Python wrappers that convert to
+    numpy: ad.scipy.special still loads (its rules are on the ufuncs themselves) and works, and
+    plain scipy's refusal names the variable and the fix."""
+    code = ("import numpy as np, scipy.special as sp, ad, ad.scipy.special as S\n"
+            "x = np.array([1.5, 2.5])\n"
+            "assert np.allclose(ad.grad(lambda x: np.sum(S.gammaln(x)))(x), sp.psi(x))\n"
+            "try:\n"
+            "    ad.grad(lambda x: np.sum(sp.gammaln(x)))(x)\n"
+            "except ad.ConcretizationError as e:\n"
+            "    print(e)\n")
+    env = {**os.environ, "SCIPY_ARRAY_API": "1"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
+    assert "with SCIPY_ARRAY_API set" in out and "ad.scipy.special.gammaln" in out and "<string>:5" in out

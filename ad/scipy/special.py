@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import scipy.special as sp
+import scipy.special as scipy_special
 from scipy.special import _ufuncs
 
 from ..dispatch import UFUNC_NAMES, UFUNCS, UNSUPPORTED_UFUNCS
@@ -38,6 +38,18 @@ from ..rrule import non_differentiable, rrule
 from ..samples import BINARY, F, In, Sample, literal, to_integer
 from ..tangents import NoTangent, Thunk
 from ..trace_state import Traced
+
+
+class _Ufuncs:
+    """scipy.special, with its ufuncs themselves: under ``SCIPY_ARRAY_API=1`` scipy wraps many of
+    them in Python functions that convert their arguments to numpy (no tracer gets through)."""
+
+    def __getattr__(self, name: str):
+        f = getattr(_ufuncs, name, None)
+        return f if isinstance(f, np.ufunc) else getattr(scipy_special, name)
+
+
+sp = _Ufuncs()
 
 SQRT_PI, SQRT_2PI = math.sqrt(math.pi), math.sqrt(2 * math.pi)   # Python floats keep float32
 TWO_OVER_SQRT_PI, DEG = 2 / SQRT_PI, math.pi / 180
@@ -588,7 +600,8 @@ def log_softmax(x, axis=None):
 
 
 def __getattr__(name):
-    """The rest of ``scipy.special`` (its ufuncs have rules): ``ad.scipy.special`` stands in for it."""
+    """The rest of ``scipy.special`` (its ufuncs have rules, also under ``SCIPY_ARRAY_API=1``):
+    ``ad.scipy.special`` stands in for it."""
     try:
         return getattr(sp, name)
     except AttributeError:
