@@ -1,6 +1,7 @@
 """The program checks of ``settings.PROGRAM_CHECKS``: each a function of the prepared
 ``ProgramRecord`` returning its ``Verdict``, reading only what the record offers (so they run
-in any order): the end-to-end dot-product test, the per-equation rule checks and their culprit,
+in any order): the end-to-end dot-product test and its forward-mode mirror (jvp against vjp),
+the per-equation rule checks and their culprit,
 closure versus lifted, zero, linearity and determinism of the whole backward, holomorphy against
 the complex-linearity of the backward, a dtype-flow audit,
 the first pullback making NaN/Inf from finite inputs, kinks, residual checksums, fallbacks.
@@ -11,11 +12,13 @@ import numpy as np
 
 from .. import pytree
 from ..backward import residuals
-from ..tape import Var, format_eqn
+from ..forward import build_linearized
+from ..tape import Var, eval_tape, format_eqn
 from .base import Verdict, check, combine, dense, float_bits, random_cotangent
 from .captures import describe, raised_at
 from .derivatives import dot_check
 from .forms import compare_cotangents
+from .forward import compare_jvp
 from .holomorphic import holomorphy
 from .program_record import ProgramRecord
 from .settings import exact_rtol, fd_rtol
@@ -56,6 +59,26 @@ def _dot_product(p: ProgramRecord) -> Verdict:
     fn, pullback, domains, dtypes = _as_function(p)
     return dot_check(fn, pullback, p.values, p.wrt, domains=domains, rng=p.rng("program.dot_product"),
                      directions=p.opts.directions, rtol=fd_rtol(dtypes))
+
+
+@check("program.jvp")
+def _jvp(p: ProgramRecord) -> Verdict:
+    if not p.wrt:
+        return Verdict("skipped", "no float input to push a tangent through")
+    fn, pullback, domains, dtypes = _as_function(p)
+    lin = build_linearized(p.primal, p.values, p.wrt)
+    residuals = eval_tape(lin.forward, p.values)[lin.n_values:]
+
+    def jvp(us):
+        touts = eval_tape(lin.tangent, list(residuals) + list(us))
+        return [None if s < 0 else touts[s] for s in lin.tangent_slots]
+    v = compare_jvp(fn, jvp, pullback, p.values, p.wrt, domains=domains, rng=p.rng("program.jvp"),
+                    directions=p.opts.directions, rtol=fd_rtol(dtypes), what="the tangent tape")
+    if v.status == "fail":      # the equation to look at: the culprit, if the rule checks found one
+        v.equation, v.source = (p.culprit.equation, p.culprit.source) if p.culprit else (None, p.source)
+        if p.culprit:
+            v.message += f"; culprit: {p.culprit.equation}"
+    return v
 
 
 @check("program.holomorphic")

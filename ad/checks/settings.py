@@ -38,7 +38,14 @@ RULE_CHECKS = (
     ("lifted.agree", "the lifted template and the closure give the same cotangents", False),
     ("lifted.after_mutation", "they still agree after the program mutates the arrays the rule reads", False),
     ("lifted.captures", "no float array reaches the rule except as an operand (its gradient would be dropped)", False),
+    ("forward.linear", "a linear_in / multilinear_in declaration holds: f(a x) == a f(x) and f(x + y) == f(x) + "
+     "f(y) in the declared operands (jointly, or each alone)", False),
+    ("forward.transpose", "the transpose of the equation in its declared linear operands passes the dot-product "
+     "test <v, f(u)> == <T v, u>", False),
+    ("forward.frule", "a hand-written @ad.frule equals the pushforward derived from the rrule", False),
     ("fd.dot_product", "<J u, v> == <u, J^T v> by converged finite differences; subgradient bracket at kinks", True),
+    ("forward.jvp", "<J u, v> with J u from the pushforward forward mode uses (derived from the pullback, or the "
+     "frule) equals <u, J^T v> from the pullback, and J u equals finite differences", True),
     ("complex.holomorphic", "complex operands: holomorphic by finite differences (J(i u) == i J(u)) exactly when "
      "the pullback is complex-linear (pullback(i v) == i pullback(v))", True),
     ("second_order.dot_product", "the pullback, as a function of (operands, cotangent), passes the same test", True),
@@ -47,6 +54,8 @@ RULE_CHECKS = (
 PROGRAM_CHECKS = (
     ("program.build", "every differentiated equation has a rule and the gradient tape builds", False),
     ("program.dot_product", "end to end: <J u, v> == <u, J^T v> for the whole program", True),
+    ("program.jvp", "end to end: <J u, v> with J u from forward mode (ad.linearize's tangent tape) == <u, J^T v> "
+     "from the gradient tape, and J u == finite differences", True),
     ("program.holomorphic", "complex inputs: the whole program is holomorphic exactly when its backward is "
      "complex-linear", True),
     ("program.equations", "every equation passes the rule checks at its recorded values (culprit: the first failing one in reverse order)", False),
