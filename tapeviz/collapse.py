@@ -2,26 +2,26 @@
 
 ``collapse(graph)`` groups the detail graph's equations: a rule instance's forward body becomes
 one ``rule/%n`` node, its pullback block (pullback and projection equations) one
-``pullback/%n`` node, and fan-in sums, seeds and structural zeros stay single nodes (``eq/%n``).
+``pullback/%n`` node (in forward mode, its pushforward block one ``pushforward/%n`` node), and fan-in sums, seeds and structural zeros stay single nodes (``eq/%n``).
 Inputs keep their ids. Then, as TensorBoard folds a series of same-shaped layers, a run of
 ``min_repeats`` or more consecutive repeats of one motif (up to ``max_period`` groups long) with
 identical structure (primitives, params, literals, avals, internal wiring) folds into one
 ``fold/<first>`` node with a ``count``: a 10,000-step loop draws as a handful of nodes.
 
-Nodes carry ``kind`` (input kinds, or rule, pullback, accumulate, seed, zeros, fold), ``phase``,
+Nodes carry ``kind`` (input kinds, or rule, pullback, pushforward, accumulate, seed, zeros, fold), ``phase``,
 ``order``, ``rule``, ``of``, ``members`` (detail equation ids), ``n_eqns``, ``output`` labels,
 ``aval`` and ``value`` of the instance's first output, ``failures`` and, for folds, ``count``,
 ``motif`` (rule names) and ``groups``. Edges have a ``kind`` (data, residual, accumulate) and
 list the ``vars`` they carry (a kind per pair of nodes: fan-in sums read only cotangents,
 and a forward node feeds a backward one only through residuals). ``graph.graph["group_of"]``
 maps every detail node to its node
-here, and ``graph.graph["align"]`` pairs each forward node with the pullback drawn beside it.
+here, and ``graph.graph["align"]`` pairs each forward node with the pullback (or pushforward) drawn beside it.
 """
 from __future__ import annotations
 
 import networkx as nx
 
-from .graph import BACKWARD_BLOCK, EQUATION_KINDS, gc_paused
+from .graph import BACKWARD_BLOCK, EQUATION_KINDS, PUSHFORWARD_BLOCK, gc_paused
 
 MAX_PERIOD = 8
 MIN_REPEATS = 3     # two of a kind stay apart: folding them hides more than it saves
@@ -57,7 +57,7 @@ def collapse(graph: nx.DiGraph, *, max_period: int = MAX_PERIOD,
             group = groups[gid]
             if d["output"]:
                 group["output"].append(d["output"])
-            if group["kind"] != "pullback" and (not group["aval"] or d["name"] == group["of"]):
+            if group["kind"] not in ("pullback", "pushforward") and (not group["aval"] or d["name"] == group["of"]):
                 group["aval"], group["value"] = d["aval"], d["value"]
             group["failures"] += d.get("failures", [])
         group_of[n] = gid
@@ -92,6 +92,8 @@ def _group_key(n: str, d: dict) -> tuple[str, dict]:
         of = of or d["outputs"][0]          # a plain tape's equation stands for itself
     elif origin in BACKWARD_BLOCK and of is not None:
         gid, kind = f"pullback/{of}", "pullback"
+    elif origin in PUSHFORWARD_BLOCK and of is not None:
+        gid, kind = f"pushforward/{of}", "pushforward"
     else:
         gid, kind = n, origin
     rule = d["rule"] or d["primitive"]
@@ -120,7 +122,7 @@ def _signature(graph, group: dict, local: dict) -> tuple:
 def _fold(graph, groups: dict, max_period: int, min_repeats: int) -> dict:
     """Fold runs of a repeated motif of groups, per phase; returns group id -> fold id."""
     fold_of: dict = {}
-    for phase in ("forward", "backward"):
+    for phase in ("forward", "backward", "tangent"):
         seq = [gid for gid, g in groups.items() if g["phase"] == phase and g["members"]]
         codes: dict = {}
         sig = [codes.setdefault(_signature(graph, groups[gid], {}), len(codes)) for gid in seq]
@@ -169,10 +171,11 @@ def _fold_node(groups: dict, run: list, period: int, count: int) -> dict:
 
 
 def _align(groups: dict, fold_of: dict) -> list[tuple[str, str]]:
-    """Each forward node beside the first pullback node of its instances (each node once)."""
+    """Each forward node beside the first pullback (or pushforward) node of its instances (each
+    node once)."""
     pairs, used = [], set()
     for gid, g in groups.items():
-        if g["kind"] != "pullback" or g["of"] is None:
+        if g["kind"] not in ("pullback", "pushforward") or g["of"] is None:
             continue
         fwd, bwd = f"rule/{g['of']}", fold_of.get(gid, gid)
         fwd = fold_of.get(fwd, fwd)

@@ -1,4 +1,4 @@
-"""Drawing the graph model with Graphviz: forward on the left, backward on the right.
+"""Drawing the graph model with Graphviz: forward on the left, backward (or tangent) on the right.
 
 In the joint view the forward pass runs down the left column and the backward pass runs *up* the
 right one, so each pullback block (a cluster labelled with its rule) sits beside the forward
@@ -6,6 +6,9 @@ equation it differentiates (``newrank`` lets a rank constraint span the two clus
 gradients come out at the top, level with the parameters. Residual edges (forward values the
 backward pass reads) cross the middle dashed and do not constrain the layout. An equation with
 one result is drawn as one node with its variable; literal operands are written inside it.
+A forward-mode tape (``ad.linearize``) draws its tangent phase in a column of its own, running
+down beside the forward one, each pushforward block a cluster level with the primal equation it
+pushes forward.
 
 What the nodes say and their colours are in ``labels``. The same input gives byte-identical
 DOT: everything is emitted in tape order and nothing depends on ``id()`` or set order.
@@ -18,9 +21,10 @@ from graphviz.quoting import NoHtml
 
 from . import labels as lb
 from .collapse import collapse as collapse_graph
-from .graph import BACKWARD_BLOCK, EQUATION_KINDS, _resolve, gc_paused, neighbourhood, to_networkx
+from .graph import BACKWARD_BLOCK, EQUATION_KINDS, PUSHFORWARD_BLOCK, _resolve, gc_paused, neighbourhood, to_networkx
 
-VIEWS = ("joint", "forward", "backward")
+VIEWS = ("joint", "forward", "backward", "tangent")
+CLUSTER_COLOURS = {"forward": "#fcfcfd", "backward": "#fdfbff", "tangent": "#f5feff"}
 FONT = "Helvetica,Arial,sans-serif"
 
 
@@ -29,7 +33,7 @@ def to_graphviz(obj, view: str = "joint", *, window=None, collapse: bool = False
                 labels: str = "html") -> graphviz.Digraph:
     """A ``graphviz.Digraph`` of a tape, gradient tape or graph from ``to_networkx``.
 
-    view: "joint" (forward left, backward right), "forward" or "backward".
+    view: "joint" (forward left, backward or tangent right), "forward", "backward" or "tangent".
     window: ``(node, k)`` or ``"node:k"``: only the nodes within k steps of a node ("%7").
     collapse: one node per rule instance, repeated identical instances folded with a count.
     current: a node to frame as the current step; tint: nodes to tint (an iterable of names,
@@ -59,6 +63,9 @@ def scene(obj, view: str = "joint", *, window=None, collapse: bool = False, valu
     if view == "backward" and not graph.graph["gradient"]:
         raise ValueError("this tape has no backward section to draw; make a gradient tape with "
                          "ad.grad_tape(f, *args), or draw view='forward'")
+    if view == "tangent" and not graph.graph.get("pushforwards"):
+        raise ValueError("this tape has no tangent section to draw; make one with ad.linearize(f, *args) "
+                         "(its f_jvp.tape), or draw view='forward'")
     if collapse:
         graph = collapse_graph(graph)
     return graph, select(graph, view, window)
@@ -100,7 +107,7 @@ def _in_view(d: dict, view: str) -> bool:
         return True
     if view == "forward":
         return d["phase"] == "forward"
-    return d["phase"] == "backward" or bool(d.get("residual"))
+    return d["phase"] == view or bool(d.get("residual"))
 
 
 def select(graph, view: str, window=None) -> list[str]:
@@ -152,7 +159,7 @@ class _Canvas:
         children: dict = {}
         for name, (parent, _, _) in self.clusters.items():
             children.setdefault(parent, []).append(name)
-        for name in ("cluster_forward", "cluster_backward"):     # forward first: on the left
+        for name in ("cluster_forward", "cluster_tangent", "cluster_backward"):     # forward first: on the left
             if name in self.clusters:
                 self._emit(name, children, body)
         body += self.clusters[None][2]
@@ -242,7 +249,7 @@ class _Canvas:
     def _cluster_of(self, n: str) -> list:
         d = self.data[n]
         phase = d["phase"]
-        if self.view == "backward" and phase == "forward":
+        if self.view in ("backward", "tangent") and phase == "forward":
             return self.clusters[None][2]    # residuals: beside what reads them, in no cluster
         if not self.collapsed:
             if d["kind"] not in EQUATION_KINDS and d.get("producer") in self.ids:
@@ -250,6 +257,9 @@ class _Canvas:
             if d["kind"] in EQUATION_KINDS and d["of"] is not None:
                 if phase == "backward" and d["origin"] in BACKWARD_BLOCK:
                     return self._cluster(f"cluster_pullback_{d['of']}", f"pullback of {d['of']} ({d['rule']})",
+                                         f"cluster_{phase}")
+                if phase == "tangent" and d["origin"] in PUSHFORWARD_BLOCK:
+                    return self._cluster(f"cluster_pushforward_{d['of']}", f"pushforward of {d['of']} ({d['rule']})",
                                          f"cluster_{phase}")
                 if phase == "forward" and len(self.graph.graph["instances"].get(d["of"], ())) > 1:
                     return self._cluster(f"cluster_rule_{d['of']}", f"rule {d['rule']} \u2192 {d['of']}",
@@ -267,7 +277,7 @@ class _Canvas:
                      "color": "#cbd5e1" if top else "#a78bfa",
                      "fontsize": "12" if top else "9", "labeljust": "l"}
             if top:
-                attrs["bgcolor"] = "#fcfcfd" if label == "forward" else "#fdfbff"
+                attrs["bgcolor"] = CLUSTER_COLOURS[label]
             self.clusters[name] = (parent, attrs, [])
         return self.clusters[name][2]
 
@@ -287,14 +297,14 @@ class _Canvas:
     def _edge(self, u: str, v: str, kind: str, carried: int):
         tail, head = self.ids[u], self.ids[v]
         backward = self.data[v]["phase"] == "backward" and kind != "residual"
-        if kind == "data" and backward:
-            kind = "backward"
+        if kind == "data" and self.data[v]["phase"] != "forward":
+            kind = self.data[v]["phase"]
         key = (kind, backward, carried if carried > 1 else 0)
         attrs = self.edge_attrs.get(key)
         if attrs is None:                     # a handful of styles: each formatted once
             self.edge_kinds.add(kind)
             d = dict(lb.EDGES[kind][0])
-            if self.view == "backward":
+            if self.view in ("backward", "tangent"):
                 d.pop("constraint", None)     # residuals sit next to what reads them
             if key[2]:
                 d.update(label=str(carried), fontsize="8")
@@ -306,16 +316,17 @@ class _Canvas:
         self.edges.append(f'\t"{tail}" -> "{head}"{attrs}\n')
 
     def _aligned(self) -> list[tuple[str, str]]:
-        """(forward node, pullback node) pairs to put on one rank."""
-        if not self.upward:
-            return []
+        """(forward node, pullback or pushforward node) pairs to put on one rank."""
         g = self.graph
+        if self.view != "joint":
+            return []
         if self.collapsed:
             pairs = g.graph["align"]
         else:
-            blocks = g.graph["blocks"]
+            blocks = {**g.graph.get("pushforwards", {}), **(g.graph["blocks"] if self.upward else {})}
+            origins = PUSHFORWARD_BLOCK + (BACKWARD_BLOCK if self.upward else ())
             pairs = [(d["of"], n) for n, d in self.data.items()
-                     if d["kind"] in EQUATION_KINDS and d["origin"] in BACKWARD_BLOCK and blocks[d["of"]][0] == n]
+                     if d["kind"] in EQUATION_KINDS and d["origin"] in origins and blocks[d["of"]][0] == n]
         return [(self.ids[f], self.ids[b]) for f, b in pairs if f in self.ids and b in self.ids]
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ad.tape import Tape, format_eqn
 
-from .draw import draw, parse_window, scene
+from .draw import VIEWS, draw, parse_window, scene
 from .graph import EQUATION_KINDS, neighbourhood, to_networkx
 from .render import choose, render
 
@@ -83,12 +83,15 @@ def listing(tape: Tape, *, view: str = "joint", window=None) -> str:
     """
     if not isinstance(tape, Tape):
         raise TypeError(f"the text listing is made from the tape itself, not a {type(tape).__name__}")
-    if view not in ("joint", "forward", "backward"):
-        raise ValueError(f"view={view!r}; choose one of ('joint', 'forward', 'backward')")
+    if view not in VIEWS:
+        raise ValueError(f"view={view!r}; choose one of {VIEWS}")
     if view != "joint":
         if not hasattr(tape, "n_forward"):
             if view == "backward":
                 raise ValueError("this tape has no backward section; make one with ad.grad_tape")
+        elif view == "tangent":
+            raise ValueError("a gradient tape has no tangent section; make one with ad.linearize "
+                             "(its f_jvp.tape)")
         else:
             tape = tape.forward if view == "forward" else tape.backward
     if window is None:

@@ -13,30 +13,36 @@ names too (no ``:``, which DOT reads as a port):
 ``"lit/out.i"`` a literal returned as output ``i``
 ==============  ======================================================================
 
-Every node has ``kind``, ``phase`` ("forward" or "backward") and ``order`` (its position in
-the tape, for stable sorting). ``kind`` is one of
+Every node has ``kind``, ``phase`` ("forward", "backward" or "tangent") and ``order`` (its
+position in the tape, for stable sorting). The tangent phase is forward mode's (``ad.linearize``):
+the equations of the pushforwards (``Origin`` kinds in ``TANGENT_KINDS``) and the tangents they
+compute; a tape's trailing ``tape.meta["n_tangents"]`` inputs are its tangent inputs. ``kind`` is
+one of
 
 * ``input``: a traced argument; ``parameter``: an input the gradient is taken with respect to;
 * ``constant``: a literal; ``equation``: an equation; ``guard``: a guard equation (an
   assumption the trace made about a value: a branch taken, an integer used; its literal is
   the value assumed) — ``EQUATION_KINDS`` holds both;
-* ``output``: a value or gradient the tape returns;
-* ``residual``: a forward value read by a backward equation;
+* ``output``: a value, gradient or tangent the tape returns;
+* ``residual``: a forward value read by a backward (or tangent) equation;
 * ``intermediate``: any other forward value; ``cotangent``: any other backward value (a
-  cotangent or a pullback's temporary).
+  cotangent or a pullback's temporary); ``tangent``: any other tangent value (a tangent
+  input, a tangent or a pushforward's temporary).
 
 Variables carry ``name`` ("%n"), ``shape``, ``dtype`` ("f64"), ``aval`` ("f64[8,3]"),
 ``label`` (the argument name or pytree path of an input, e.g. ``params['W1']``), ``output``
 (what the tape returns it as: ``out``, ``grad params['W1']``; else ""), ``residual`` (bool),
 ``cotangent_of`` ("%n" when the variable is exactly the cotangent of a forward variable: seeds,
-fan-in sums, structural zeros and the gradients; else None), ``producer`` ("eq/%n" or None)
+fan-in sums, structural zeros and the gradients; else None), ``tangent_of`` ("%n" when the
+variable is the tangent of a forward variable: a tangent input, a pushforward block's result;
+else None), ``producer`` ("eq/%n" or None)
 and ``value`` (a one-line summary when ``values`` were given; else None).
 
 Equations carry ``primitive``, ``params`` (text), ``literals`` ((position, text) pairs),
 ``outputs`` (names), ``source`` ("file.py:12 in f"), ``source_line`` (that line's text),
 ``origin`` (the ``Origin`` kind: primal, pullback, project, accumulate, seed, zeros), ``of``
-(backward: the forward variable whose pullback, fan-in or seed this is; forward: the rule
-instance's first output; or None), ``rule`` and ``provenance`` ("pullback of %9 (matmul)").
+(backward: the forward variable whose pullback, fan-in or seed this is; tangent: the primal
+variable whose pushforward this is; forward: the rule instance's first output; or None), ``rule`` and ``provenance`` ("pullback of %9 (matmul)").
 Constants carry ``value`` (the literal's text) and ``aval``.
 
 Edges run from a variable or constant into the equation reading it, and from an equation to
@@ -44,18 +50,19 @@ its results. They carry ``positions`` (the operand or result indices: ``(0, 1)``
 reads one value twice) and ``kind``:
 
 * ``data``: a value read by an equation of its own phase;
-* ``residual``: a forward value read by a backward equation;
+* ``residual``: a forward value read by a backward or tangent equation;
 * ``accumulate``: a cotangent summed by a fan-in ``add``;
 * ``result``: an equation defining a variable.
 
 Check results (``checks=`` or ``annotate``) add ``failures``, a list of (check, message), to
 the nodes they name; ``graph.graph["failures"]`` lists all of them as (node or None, check,
 message). Graph attributes also hold ``blocks`` (forward variable -> the equation ids of its
-pullback block), ``instances`` (rule instance -> its forward equation ids), ``gradient``
+pullback block), ``pushforwards`` (primal variable -> the equation ids of its pushforward
+block, in forward order), ``instances`` (rule instance -> its forward equation ids), ``gradient``
 (whether the tape has a backward section) and ``hops_per_step`` (2: a step is one equation).
 
 Queries: ``forward``/``backward`` (subgraph views; the backward one with the residuals it
-reads), ``pullback_block(graph, "%9")``, ``residuals`` (with producers and consumers),
+reads), ``pullback_block(graph, "%9")``, ``pushforward_block(graph, "%9")``, ``residuals`` (with producers and consumers),
 ``neighbourhood(graph, "%9", k)``; ``tapeviz.collapse`` gives the collapsed view. All
 traversals are iterative: deep tapes never hit the recursion limit.
 """
@@ -74,6 +81,13 @@ from ad.tape import Eqn, Lit, Tape, Var, eval_tape, format_literal, format_param
 
 EQUATION_KINDS = frozenset({"equation", "guard"})
 BACKWARD_BLOCK = ("pullback", "project")   # origins that belong to a rule's pullback block
+PUSHFORWARD_BLOCK = ("pushforward", "pushforward_vjp", "pushforward_frule")   # ... to its pushforward block
+TANGENT_KINDS = frozenset(PUSHFORWARD_BLOCK + ("tangent_zeros",))
+
+
+def phase_of(origin) -> str:
+    """An equation's phase: forward mode's tangent equations are neither forward nor backward."""
+    return "tangent" if origin.kind in TANGENT_KINDS else "backward" if origin.is_backward else "forward"
 
 
 @gc_paused
@@ -101,6 +115,8 @@ def to_networkx(tape: Tape, *, values=None, checks=None) -> nx.DiGraph:
         if type(x) is Var:
             returned[x] = f"{returned[x]}, {label}" if x in returned else label
     cotangent_of = _exact_cotangents(tape)
+    n_tangents = tape.meta.get("n_tangents", 0)
+    tangent_of = _exact_tangents(tape)
 
     nodes: list = []
     edges: dict = {}              # (source, target) -> attributes: a DiGraph, operand positions listed
@@ -119,7 +135,7 @@ def to_networkx(tape: Tape, *, values=None, checks=None) -> nx.DiGraph:
         attrs = {"kind": None, "phase": phase, "order": len(nodes), "name": name,
                  "shape": v.aval.shape, "dtype": text[1], "aval": text[0], "label": label,
                  "output": returned.get(v, ""), "residual": False,
-                 "cotangent_of": cotangent_of.get(v), "producer": producer,
+                 "cotangent_of": cotangent_of.get(v), "tangent_of": tangent_of.get(v), "producer": producer,
                  "value": summaries.get(name)}
         var_attrs[v] = attrs
         nodes.append((name, attrs))
@@ -131,29 +147,33 @@ def to_networkx(tape: Tape, *, values=None, checks=None) -> nx.DiGraph:
         else:                      # one value read twice, as in x * x
             attrs["positions"] += (pos,)
 
-    n_primal = len(tape.inputs) - n_seeds
+    n_primal = len(tape.inputs) - n_seeds - n_tangents
+    extra_phase = "backward" if n_seeds else "tangent"
     for i, (v, label) in enumerate(zip(tape.inputs, tape.input_names)):
-        add_var(v, "forward" if i < n_primal else "backward", None, label)
-        var_attrs[v]["kind"] = "cotangent" if i >= n_primal else "parameter" if i in wrt else "input"
+        add_var(v, "forward" if i < n_primal else extra_phase, None, label)
+        var_attrs[v]["kind"] = ({"backward": "cotangent", "tangent": "tangent"}[extra_phase] if i >= n_primal
+                                else "parameter" if i in wrt else "input")
 
     lines: dict = {}
     params_text: dict = {}
     blocks: dict = {}
+    pushforwards: dict = {}
     instances: dict = {}
     for index, e in enumerate(tape.eqns):
         eid = "eq/" + repr(e.outputs[0])
         origin = e.origin
-        phase = "backward" if origin.is_backward else "forward"
+        phase = phase_of(origin)
         of = repr(origin.of) if origin.of is not None else None
         if of is not None:
-            group = blocks if origin.kind in BACKWARD_BLOCK else instances if phase == "forward" else None
+            group = (blocks if origin.kind in BACKWARD_BLOCK else pushforwards if origin.kind in PUSHFORWARD_BLOCK
+                     else instances if phase == "forward" else None)
             if group is not None:
                 group.setdefault(of, []).append(eid)
         literals = []
         for pos, x in enumerate(e.inputs):
             if type(x) is Var:
                 src = var_attrs[x]
-                if phase == "backward" and src["phase"] == "forward":
+                if phase != "forward" and src["phase"] == "forward":
                     kind = "residual"
                     src["residual"] = True
                 else:
@@ -187,9 +207,10 @@ def to_networkx(tape: Tape, *, values=None, checks=None) -> nx.DiGraph:
     for attrs in var_attrs.values():
         if attrs["kind"] is None:
             attrs["kind"] = ("output" if attrs["output"] else "residual" if attrs["residual"]
-                             else "intermediate" if attrs["phase"] == "forward" else "cotangent")
+                             else "intermediate" if attrs["phase"] == "forward"
+                             else "tangent" if attrs["phase"] == "tangent" else "cotangent")
 
-    graph = nx.DiGraph(blocks=blocks, instances=instances, failures=[], hops_per_step=2,
+    graph = nx.DiGraph(blocks=blocks, pushforwards=pushforwards, instances=instances, failures=[], hops_per_step=2,
                        gradient=any(e.origin.is_backward for e in tape.eqns))
     graph.add_nodes_from(nodes)
     graph.add_edges_from((u, v, attrs) for (u, v), attrs in edges.items())
@@ -216,7 +237,7 @@ def _output_names(tape: Tape) -> list[str]:
     else:
         names = [f"out[{i}]" for i in range(n_values)]
     wrt = getattr(tape, "wrt", ())
-    grads = [f"grad {tape.input_names[i]}" for i in wrt]
+    grads = [f"grad {tape.input_names[i]}" for i in wrt] + list(tape.meta.get("tangent_names", ()))
     grads += [f"grad[{i}]" for i in range(len(grads), len(tape.outputs) - n_values)]
     return names[:n_values] + grads
 
@@ -232,6 +253,33 @@ def _exact_cotangents(tape: Tape) -> dict:
     for i, g in zip(getattr(tape, "wrt", ()), tape.outputs[n_values:]):
         if type(g) is Var and g not in tape.inputs:
             out[g] = repr(tape.inputs[i])
+    return out
+
+
+def _exact_tangents(tape: Tape) -> dict:
+    """Variables that are the tangent of a forward variable: ``tape.meta["tangents"]`` (tangent
+    variable -> primal variable, for the tangent inputs), and the one result of each pushforward
+    block that is read after it (or returned) and has its primal's aval. A block whose tangents
+    cannot be told apart that way (several such results) names none."""
+    out = {t: repr(p) for t, p in tape.meta.get("tangents", {}).items()}
+    blocks: dict = {}
+    for e in tape.eqns:
+        if e.origin.kind in PUSHFORWARD_BLOCK and e.origin.of is not None:
+            blocks.setdefault(e.origin.of, set()).update(e.outputs)
+    if not blocks:
+        return out
+    used_after: dict = {}             # variable -> the blocks (or None: other equations) reading it
+    for e in tape.eqns:
+        of = e.origin.of if e.origin.kind in PUSHFORWARD_BLOCK else None
+        for x in e.inputs:
+            if type(x) is Var:
+                used_after.setdefault(x, set()).add(of)
+    returned = set(tape.outputs)
+    for of, defined in blocks.items():
+        found = [v for v in defined if v.aval == of.aval
+                 and (v in returned or any(b != of for b in used_after.get(v, ())))]
+        if len(found) == 1:
+            out[found[0]] = repr(of)
     return out
 
 
@@ -396,6 +444,17 @@ def pullback_block(graph: nx.DiGraph, var) -> list[str]:
     name = var if isinstance(var, str) else repr(var)
     out = []
     for eid in graph.graph["blocks"].get(name, ()):
+        out.append(eid)
+        out.extend(graph.nodes[eid]["outputs"])
+    return out
+
+
+def pushforward_block(graph: nx.DiGraph, var) -> list[str]:
+    """The equations of the pushforward of primal variable ``var`` (forward mode's mirror of
+    ``pullback_block``), and the variables they define, in tape order."""
+    name = var if isinstance(var, str) else repr(var)
+    out = []
+    for eid in graph.graph["pushforwards"].get(name, ()):
         out.append(eid)
         out.extend(graph.nodes[eid]["outputs"])
     return out

@@ -36,6 +36,7 @@ KINDS = {
     "residual": Look("#d97706", "#fffbeb", 2, "residual (read by the backward pass)", "orange"),
     "output": Look("#15803d", "#ecfdf5", 2, "output (value or gradient)", "green"),
     "cotangent": Look("#7c3aed", "#faf5ff", 1, "backward value (cotangent)", "purple"),
+    "tangent": Look("#0891b2", "#ecfeff", 1, "tangent value (forward mode)", "teal"),
     "guard": Look("#a16207", "#fef9c3", 2, "guard (a branch the trace took)", "amber"),
 }
 FAILED = Look("#dc2626", "#fee2e2", 3, "failed check", "red")
@@ -46,9 +47,12 @@ EDGES = {   # kind -> (DOT attributes, what the legend says)
     "residual": ({"style": "dashed", "color": "#d97706", "constraint": "false"}, "residual use (dashed)"),
     "accumulate": ({"style": "bold", "color": "#7c3aed"}, "fan-in accumulation (bold)"),
     "backward": ({"color": "#7c3aed"}, "backward data flow"),
+    "tangent": ({"color": "#0891b2"}, "tangent data flow"),
 }
 MAX_TEXT = 48
-ROW_COLOURS = {"note": "#374151", "ct": "#6d28d9", "prov": "#6d28d9", "out": "#15803d", "fail": "#b91c1c"}
+ROW_COLOURS = {"note": "#374151", "ct": "#6d28d9", "tan": "#0e7490", "prov": "#6d28d9", "out": "#15803d",
+               "fail": "#b91c1c"}
+_PHASE_STYLES = {"backward": "cotangent", "tangent": "tangent"}    # a value's style by its phase
 
 
 @functools.lru_cache(maxsize=1024)
@@ -78,7 +82,7 @@ def esc(text, limit: int | None = MAX_TEXT) -> str:
 
 
 class Row(NamedTuple):
-    role: str             # head, name, note, ct (cotangent), prov (provenance), out, fail
+    role: str             # head, name, note, ct (cotangent), tan (tangent), prov (provenance), out, fail
     text: str
     extra: str = ""       # head: the params, in small type
     colour: str = ""      # head: the primitive's colour
@@ -92,6 +96,8 @@ def _facts(d: dict, provenance: str = "") -> list[Row]:
         rows.append(Row("note", d["value"]))
     if d.get("cotangent_of") and "cotangent of" not in provenance:
         rows.append(Row("ct", f"cotangent of {d['cotangent_of']}"))
+    if d.get("tangent_of"):
+        rows.append(Row("tan", f"tangent of {d['tangent_of']}"))
     outs = d.get("output")
     if outs:
         rows.append(Row("out", "\u2192 " + (outs if isinstance(outs, str) else ", ".join(outs))))
@@ -111,7 +117,7 @@ def style_of(d: dict) -> str:
     kind = d["kind"]
     if kind in KINDS:
         return kind
-    return "cotangent" if d["phase"] == "backward" else "intermediate"
+    return _PHASE_STYLES.get(d["phase"], "intermediate")
 
 
 def variable_rows(d: dict, producer: dict | None = None) -> list[Row]:
@@ -144,8 +150,8 @@ def group_rows(d: dict) -> list[Row]:
     if kind == "fold":
         rows = [_head(d["motif"][0]), Row("name", f"\u00d7{d['count']} {d['rule']}"),
                 Row("note", f"{d['of'] or ''} \u2026 {d['last'] or ''}, {d['n_eqns']} equations")]
-    elif kind == "pullback":
-        rows = [_head(d["rule"]), Row("name", f"pullback of {d['of']}")]
+    elif kind in ("pullback", "pushforward"):
+        rows = [_head(d["rule"]), Row("name", f"{kind} of {d['of']}")]
     elif kind == "rule" and d["of"]:
         rows = [_head(d["rule"]), Row("name", f"{d['of']} : {d['aval']}")]
     else:
@@ -160,7 +166,7 @@ def group_style(d: dict) -> str:
         return d["kind"]
     if d.get("output"):
         return "output"
-    return "cotangent" if d["phase"] == "backward" else "residual" if d.get("residual") else "intermediate"
+    return _PHASE_STYLES.get(d["phase"]) or ("residual" if d.get("residual") else "intermediate")
 
 
 # -- formatting ------------------------------------------------------------------------------
