@@ -1,4 +1,5 @@
-"""ONNX export of tapes (needs the ``onnx`` extra: ``pip install tapeviz[onnx]``).
+"""ONNX export of tapes (needs the ``onnx`` extra: ``pip install tapeviz[onnx]``), and import of
+models (``from_onnx``, ``ad.onnx.importer``, docs/onnx_import.md).
 
 ``to_onnx(tape)`` lowers a Tape or a GradTape equation by equation through ``LOWERINGS`` (keyed
 by the primitive objects) to a standard ONNX model (opset ``OPSET``); ``export_partition(gt)``
@@ -18,6 +19,7 @@ from .graph import OPSET, LoweringError, export
 from .lowering import LOWERINGS, NOT_LOWERED, lowers, not_lowered
 from . import lowering_nn  # noqa: F401,E402  (registers the ad.nn lowerings)
 from .complex_parts import COMPLEX_LOWERINGS
+from .importer import OnnxImportError, OnnxProgram, from_onnx, parameters
 
 
 def to_onnx(tape: Tape, *, opset: int = OPSET, name: str = "tape", check: bool = True,
@@ -53,5 +55,5 @@ def coverage() -> dict[str, str]:
 
 
 __all__ = ["to_onnx", "export_partition", "coverage", "LOWERINGS", "NOT_LOWERED", "not_lowered", "lowers", "OPSET",
-           "COMPLEX_LOWERINGS",
+           "COMPLEX_LOWERINGS", "from_onnx", "OnnxProgram", "OnnxImportError", "parameters",
            "LoweringError", "NotSerializableError"]

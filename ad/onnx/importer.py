@@ -1,0 +1,1160 @@
+"""ONNX import: a model becomes a plain numpy function, so tracing it gives a tape that lifts.
+
+``from_onnx(model_or_path)`` returns an ``OnnxProgram``: ``prog(*inputs, **params)`` runs the
+graph node by node through ``OPS`` (one declaration per ``(domain, op_type)``, written with numpy
+calls, so on tracers every node records ``ad`` primitives), ``prog.tape`` is its trace (inputs:
+the graph inputs, then the float initializers, named as in the model), ``prog.params`` the
+initializers as named parameters (for ``ad.grad_tape(..., argnums=...)``).
+
+Values that do not depend on the model's inputs are plain numpy arrays while the graph runs, so
+shape arithmetic (``Shape -> Gather -> Concat -> Reshape``) is computed at import and the tape
+holds the computation only. Each equation's ``source`` is its node, ``"Conv (resnet/conv1)"``.
+
+Loading only parses protobuf (``onnx.load`` without external data, which is then read here from
+files inside the model's folder); nothing from the file is executed. Whatever is not understood
+(an op, an attribute, a dtype, a data-dependent shape, a cycle, an absurd size) is refused with
+an ``OnnxImportError`` naming the node.
+"""
+from __future__ import annotations
+
+import functools
+import math
+import os
+
+import numpy as np
+import onnx
+from onnx import AttributeProto, TensorProto, numpy_helper
+
+from .. import nn
+from ..api import trace
+from ..nn.pool import max_pool_p, mean_pool_p
+from ..trace_state import ACTIVE
+from ..tracer import Tracer
+
+MAX_ELEMENTS = 1 << 28       # per tensor: 2 GiB of float64
+MAX_RANK = 32
+MAX_FILE_BYTES = 1 << 32
+
+
+class OnnxImportError(ValueError):
+    """A model (or one of its nodes) that the importer refuses, and why."""
+
+
+DTYPES = {TensorProto.FLOAT: np.float32, TensorProto.DOUBLE: np.float64, TensorProto.FLOAT16: np.float16,
+          TensorProto.INT8: np.int8, TensorProto.INT16: np.int16, TensorProto.INT32: np.int32,
+          TensorProto.INT64: np.int64, TensorProto.UINT8: np.uint8, TensorProto.UINT16: np.uint16,
+          TensorProto.UINT32: np.uint32, TensorProto.UINT64: np.uint64, TensorProto.BOOL: np.bool_}
+
+
+def dtype_of(code: int, where: str) -> np.dtype:
+    if code not in DTYPES:
+        name = TensorProto.DataType.Name(code) if code in TensorProto.DataType.values() else str(code)
+        raise OnnxImportError(f"{where}: element type {name} is not supported (supported: "
+                              f"{', '.join(TensorProto.DataType.Name(c) for c in DTYPES)})")
+    return np.dtype(DTYPES[code])
+
+
+def check_shape(shape, where: str):
+    shape = tuple(int(d) for d in shape)
+    if len(shape) > MAX_RANK or any(d < 0 for d in shape) or math.prod(shape) > MAX_ELEMENTS:
+        raise OnnxImportError(f"{where}: shape {shape} is refused (negative, rank > {MAX_RANK}, or more "
+                              f"than {MAX_ELEMENTS} elements)")
+    return shape
+
+
+def tensor_array(t: TensorProto, where: str) -> np.ndarray:
+    """A TensorProto's value, its dims and dtype checked before anything is allocated."""
+    where = f"{where} {t.name!r}".rstrip()
+    dtype = dtype_of(t.data_type, where)
+    shape = check_shape(t.dims, where)
+    if t.data_location == TensorProto.EXTERNAL:
+        raise OnnxImportError(f"{where}: external data was not loaded (load the model from its path)")
+    if t.HasField("raw_data") and len(t.raw_data) != math.prod(shape) * dtype.itemsize:
+        raise OnnxImportError(f"{where}: raw_data holds {len(t.raw_data)} bytes for shape {shape} of {dtype}")
+    try:
+        return np.asarray(numpy_helper.to_array(t), dtype=dtype)
+    except Exception as exc:
+        raise OnnxImportError(f"{where}: malformed tensor ({exc})") from None
+
+
+# -- loading --------------------------------------------------------------------------------
+
+def load(model_or_path) -> onnx.ModelProto:
+    """Parse a model (a path, bytes or a ModelProto) without running anything from it; external
+    data is read only from files inside the model's folder."""
+    if isinstance(model_or_path, onnx.ModelProto):
+        return model_or_path
+    if isinstance(model_or_path, (bytes, bytearray)):
+        return _parse(bytes(model_or_path), "the model bytes")
+    path = os.fspath(model_or_path)
+    size = os.path.getsize(path)
+    if size > MAX_FILE_BYTES:
+        raise OnnxImportError(f"{path}: {size} bytes is more than the {MAX_FILE_BYTES} accepted")
+    with open(path, "rb") as f:
+        model = _parse(f.read(), path)
+    _load_external(model, os.path.dirname(os.path.abspath(path)), path)
+    return model
+
+
+def _parse(data: bytes, where: str) -> onnx.ModelProto:
+    model = onnx.ModelProto()
+    try:
+        model.ParseFromString(data)
+    except Exception as exc:
+        raise OnnxImportError(f"{where}: not a valid ONNX protobuf ({exc})") from None
+    if not model.HasField("graph"):
+        raise OnnxImportError(f"{where}: the model has no graph (is it an ONNX file?)")
+    return model
+
+
+def _load_external(model: onnx.ModelProto, folder: str, where: str):
+    for t in model.graph.initializer:
+        if t.data_location != TensorProto.EXTERNAL:
+            continue
+        info = {e.key: e.value for e in t.external_data}
+        name = f"{where}: initializer {t.name!r}"
+        location = info.get("location", "")
+        full = os.path.realpath(os.path.join(folder, location))
+        if not location or os.path.isabs(location) or os.path.commonpath([full, os.path.realpath(folder)]) \
+                != os.path.realpath(folder):
+            raise OnnxImportError(f"{name}: external data location {location!r} is outside the model's folder")
+        if not os.path.isfile(full):
+            raise OnnxImportError(f"{name}: external data file {location!r} does not exist")
+        dtype = dtype_of(t.data_type, name)
+        nbytes = math.prod(check_shape(t.dims, name)) * dtype.itemsize
+        offset, length = int(info.get("offset", 0)), int(info.get("length", nbytes))
+        if length != nbytes or offset < 0 or offset + length > os.path.getsize(full):
+            raise OnnxImportError(f"{name}: external data (offset {offset}, length {length}) does not fit "
+                                  f"{location!r} or the tensor's {nbytes} bytes")
+        with open(full, "rb") as f:
+            f.seek(offset)
+            t.raw_data = f.read(length)
+        del t.external_data[:]
+        t.data_location = TensorProto.DEFAULT
+
+
+# -- nodes ----------------------------------------------------------------------------------
+
+_REQUIRED = object()
+
+
+class Node:
+    """One node while it runs: its attributes (each read is recorded: attributes no op reads are
+    refused, never dropped), the opset of its domain, and helpers for static operands."""
+
+    def __init__(self, proto: onnx.NodeProto, opset: int):
+        self.proto, self.opset = proto, opset
+        self.op_type, self.domain = proto.op_type, proto.domain or ""
+        self.name = proto.name or (proto.output[0] if proto.output else "")
+        self.attrs = {a.name: a for a in proto.attribute}
+        self.read: set[str] = set()
+
+    @property
+    def label(self) -> str:
+        return f"{self.op_type} ({self.name})"
+
+    def error(self, message: str) -> OnnxImportError:
+        domain = f" of domain {self.domain!r}" if self.domain else ""
+        return OnnxImportError(f"node {self.name!r} ({self.op_type}{domain}, opset {self.opset}): {message}")
+
+    def attr(self, name: str, default=_REQUIRED):
+        self.read.add(name)
+        a = self.attrs.get(name)
+        if a is None:
+            if default is _REQUIRED:
+                raise self.error(f"attribute {name!r} is required")
+            return default
+        return self._value(a)
+
+    def _value(self, a: AttributeProto):
+        kind = a.type
+        if kind == AttributeProto.INT:
+            return int(a.i)
+        if kind == AttributeProto.FLOAT:
+            return float(a.f)
+        if kind == AttributeProto.STRING:
+            return a.s.decode()
+        if kind == AttributeProto.INTS:
+            return tuple(int(v) for v in a.ints)
+        if kind == AttributeProto.FLOATS:
+            return tuple(float(v) for v in a.floats)
+        if kind == AttributeProto.TENSOR:
+            return tensor_array(a.t, f"node {self.name!r} attribute {a.name!r}")
+        raise self.error(f"attribute {a.name!r} of type {AttributeProto.AttributeType.Name(kind)} is not "
+                         "supported (subgraphs, sparse tensors and types are refused)")
+
+    def static(self, x, what: str) -> np.ndarray:
+        """A value the op needs at import (a shape, axes, pads): refused if it depends on the inputs."""
+        if isinstance(x, Tracer):
+            raise self.error(f"its {what} depends on the model's inputs; only static values are "
+                             "supported (pass inputs= with concrete shapes, or fold the model first)")
+        return np.asarray(x)
+
+    def ints(self, x, what: str) -> tuple[int, ...]:
+        return tuple(int(v) for v in self.static(x, what).reshape(-1))
+
+    def check_size(self, shape, what: str):
+        try:
+            return check_shape(shape, f"node {self.name!r} ({self.op_type}) {what}")
+        except OnnxImportError as exc:
+            raise self.error(str(exc)) from None
+
+
+#: (domain, op_type) -> fn(node, *inputs) returning one value or a tuple (missing optional
+#: inputs are None); ``since`` is the first opset the declaration covers.
+OPS: dict[tuple[str, str], "OpDecl"] = {}
+
+
+class OpDecl:
+    __slots__ = ("fn", "since")
+
+    def __init__(self, fn, since):
+        self.fn, self.since = fn, since
+
+
+def op(*names: str, domain: str = "", since: int = 1):
+    def register(fn):
+        for name in names:
+            if (domain, name) in OPS:
+                raise ValueError(f"ONNX op {name!r} of domain {domain!r} is declared twice")
+            OPS[(domain, name)] = OpDecl(fn, since)
+        return fn
+    return register
+
+
+def _declare(table: dict, wrap):
+    for name, f in table.items():
+        op(name)(wrap(f))
+
+
+def _axis(axis: int, ndim: int) -> int:
+    return axis + ndim if axis < 0 else axis
+
+
+# -- elementwise --------------------------------------------------------------------------------
+
+def _unary(f):
+    return lambda n, x: f(x)
+
+
+def _binary(f):
+    return lambda n, a, b: f(a, b)
+
+
+def _same_dtype(f):
+    """An op whose output keeps the first input's dtype (numpy would promote)."""
+    def run(n, a, *rest):
+        out = f(a, *rest)
+        return out if np.result_type(out) == np.result_type(a) else out.astype(np.result_type(a))
+    return run
+
+
+def _softsign(x):
+    return x / (1 + np.abs(x))
+
+
+_declare({"Abs": np.abs, "Neg": np.negative, "Exp": np.exp, "Log": np.log, "Sqrt": np.sqrt,
+          "Tanh": np.tanh, "Sin": np.sin, "Cos": np.cos, "Tan": np.tan, "Asin": np.arcsin,
+          "Acos": np.arccos, "Atan": np.arctan, "Sinh": np.sinh, "Cosh": np.cosh, "Asinh": np.arcsinh,
+          "Acosh": np.arccosh, "Atanh": np.arctanh, "Floor": np.floor, "Ceil": np.ceil,
+          "Reciprocal": np.reciprocal, "Sign": np.sign, "Round": np.round, "Erf": nn.erf,
+          "Sigmoid": nn.sigmoid, "Relu": nn.relu, "Softplus": nn.softplus, "Softsign": _softsign,
+          "Not": np.logical_not, "IsNaN": np.isnan}, _unary)
+_declare({"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "And": np.logical_and,
+          "Or": np.logical_or, "Xor": np.logical_xor, "Equal": np.equal, "Less": np.less,
+          "Greater": np.greater, "LessOrEqual": np.less_equal, "GreaterOrEqual": np.greater_equal},
+         _binary)
+_declare({"Pow": np.power}, _same_dtype)
+
+
+@op("Div")
+def _div(n, a, b):
+    if np.issubdtype(np.result_type(a), np.integer):
+        return np.trunc(np.true_divide(a, b)).astype(np.result_type(a))
+    return np.divide(a, b)
+
+
+@op("Mod")
+def _mod(n, a, b):
+    return np.fmod(a, b) if n.attr("fmod", 0) else np.mod(a, b)
+
+
+@op("IsInf")
+def _isinf(n, x):
+    pos, neg = n.attr("detect_positive", 1), n.attr("detect_negative", 1)
+    return np.isinf(x) & ((x > 0) if pos and not neg else (x < 0) if neg and not pos else np.isinf(x))
+
+
+@op("Where")
+def _where(n, c, x, y):
+    return np.where(c, x, y)
+
+
+def _variadic(f):
+    return lambda n, *xs: functools.reduce(f, xs)
+
+
+_declare({"Min": np.minimum, "Max": np.maximum, "Sum": np.add}, _variadic)
+
+
+@op("Mean")
+def _mean(n, *xs):
+    return functools.reduce(np.add, xs) / np.asarray(len(xs), np.result_type(xs[0]))
+
+
+# -- activations --------------------------------------------------------------------------------
+
+def _const(value, like):
+    return np.asarray(value, np.result_type(like))
+
+
+@op("LeakyRelu")
+def _leaky_relu(n, x):
+    return np.where(x >= 0, x, _const(n.attr("alpha", 0.01), x) * x)
+
+
+@op("PRelu")
+def _prelu(n, x, slope):
+    return np.where(x >= 0, x, slope * x)
+
+
+@op("Elu")
+def _elu(n, x):
+    return np.where(x > 0, x, _const(n.attr("alpha", 1.0), x) * np.expm1(np.minimum(x, 0)))
+
+
+@op("Selu")
+def _selu(n, x):
+    alpha = _const(n.attr("alpha", 1.67326319217681884765625), x)
+    gamma = _const(n.attr("gamma", 1.05070102214813232421875), x)
+    return gamma * np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0)))
+
+
+@op("Celu")
+def _celu(n, x):
+    alpha = _const(n.attr("alpha", 1.0), x)
+    return np.maximum(x, 0) + alpha * np.expm1(np.minimum(x, 0) / alpha)
+
+
+@op("ThresholdedRelu")
+def _thresholded_relu(n, x):
+    return np.where(x > _const(n.attr("alpha", 1.0), x), x, _const(0, x))
+
+
+@op("Gelu")
+def _gelu(n, x):
+    return nn.gelu(x, approximate=n.attr("approximate", "none"))
+
+
+@op("HardSigmoid")
+def _hard_sigmoid(n, x):
+    a, b = _const(n.attr("alpha", 0.2), x), _const(n.attr("beta", 0.5), x)
+    return np.clip(a * x + b, _const(0, x), _const(1, x))
+
+
+@op("HardSwish")
+def _hard_swish(n, x):
+    return x * np.clip(x / _const(6, x) + _const(0.5, x), _const(0, x), _const(1, x))
+
+
+@op("Mish")
+def _mish(n, x):
+    return x * np.tanh(nn.softplus(x))
+
+
+@op("Clip")
+def _clip(n, x, lo=None, hi=None):
+    if n.opset < 11:
+        lo, hi = n.attr("min", -np.inf), n.attr("max", np.inf)
+        lo, hi = _const(lo, x), _const(hi, x)
+    if lo is not None:
+        x = np.maximum(x, lo)
+    if hi is not None:
+        x = np.minimum(x, hi)
+    return x
+
+
+# -- linear algebra -----------------------------------------------------------------------------
+
+@op("MatMul")
+def _matmul(n, a, b):
+    return np.matmul(a, b)
+
+
+@op("Gemm")
+def _gemm(n, a, b, c=None):
+    alpha, beta = n.attr("alpha", 1.0), n.attr("beta", 1.0)
+    if n.attr("transA", 0):
+        a = np.transpose(a)
+    if n.attr("transB", 0):
+        b = np.transpose(b)
+    y = a @ b
+    if alpha != 1.0:
+        y = _const(alpha, y) * y
+    if c is not None:
+        y = y + (c if beta == 1.0 else _const(beta, y) * c)
+    return y
+
+
+@op("Einsum")
+def _einsum(n, *xs):
+    return np.einsum(n.attr("equation").replace(" ", ""), *xs)
+
+
+# -- reductions ---------------------------------------------------------------------------------
+
+def _reduce(f, axes_input_since: int):
+    """ONNX's reductions: axes an attribute before ``axes_input_since``, an input from then on."""
+    def run(n, x, axes=None):
+        keepdims = bool(n.attr("keepdims", 1))
+        if n.opset < axes_input_since:
+            axes = n.attr("axes", None)
+            noop = False
+        else:
+            axes = None if axes is None else n.ints(axes, "axes")
+            noop = bool(n.attr("noop_with_empty_axes", 0))
+        if not axes:
+            if noop:
+                return x
+            axes = tuple(range(np.ndim(x)))
+        axes = tuple(sorted(_axis(a, np.ndim(x)) for a in axes))
+        return f(x, axes, keepdims)
+    return run
+
+
+def _reduce_max(x, axes, keepdims):
+    return np.max(x, axis=axes, keepdims=keepdims)
+
+
+def _reduce_min(x, axes, keepdims):
+    return np.min(x, axis=axes, keepdims=keepdims)
+
+
+_REDUCTIONS = {
+    "ReduceSum": (lambda x, a, k: np.sum(x, axis=a, keepdims=k), 13),
+    "ReduceMean": (lambda x, a, k: np.mean(x, axis=a, keepdims=k), 18),
+    "ReduceMax": (_reduce_max, 18),
+    "ReduceMin": (_reduce_min, 18),
+    "ReduceProd": (lambda x, a, k: np.prod(x, axis=a, keepdims=k), 18),
+    "ReduceL1": (lambda x, a, k: np.sum(np.abs(x), axis=a, keepdims=k), 18),
+    "ReduceL2": (lambda x, a, k: np.sqrt(np.sum(x * x, axis=a, keepdims=k)), 18),
+    "ReduceSumSquare": (lambda x, a, k: np.sum(x * x, axis=a, keepdims=k), 18),
+    "ReduceLogSum": (lambda x, a, k: np.log(np.sum(x, axis=a, keepdims=k)), 18),
+    "ReduceLogSumExp": (lambda x, a, k: nn.logsumexp(x, axis=a, keepdims=k), 18),
+}
+for _name, (_f, _since) in _REDUCTIONS.items():
+    op(_name)(_reduce(_f, _since))
+
+
+def _int64(i):
+    return i.astype(np.int64) if isinstance(i, Tracer) else np.asarray(i).astype(np.int64)
+
+
+def _arg(f):
+    def run(n, x):
+        axis = _axis(n.attr("axis", 0), np.ndim(x))
+        keepdims = bool(n.attr("keepdims", 1))
+        if n.attr("select_last_index", 0):
+            i = np.shape(x)[axis] - 1 - f(np.flip(x, axis), axis=axis, keepdims=keepdims)
+        else:
+            i = f(x, axis=axis, keepdims=keepdims)
+        return _int64(i)
+    return run
+
+
+op("ArgMax")(_arg(np.argmax))
+op("ArgMin")(_arg(np.argmin))
+
+
+@op("TopK")
+def _topk(n, x, k=None):
+    k = n.attr("k") if n.opset < 10 else n.ints(k, "k")[0]
+    axis = _axis(n.attr("axis", -1), np.ndim(x))
+    largest, _ = n.attr("largest", 1), n.attr("sorted", 1)     # always sorted: a valid order
+    order = np.argsort(-x if largest else x, axis=axis, kind="stable")
+    idx = np.take(order, np.arange(k), axis=axis)
+    return np.take_along_axis(x, idx, axis=axis), _int64(idx)
+
+
+@op("CumSum")
+def _cumsum(n, x, axis):
+    axis = _axis(n.ints(axis, "axis")[0], np.ndim(x))
+    exclusive, reverse = n.attr("exclusive", 0), n.attr("reverse", 0)
+    if reverse:
+        x = np.flip(x, axis)
+    y = np.cumsum(x, axis=axis)
+    if exclusive:
+        y = y - x
+    return np.flip(y, axis) if reverse else y
+
+
+# -- shapes and layout --------------------------------------------------------------------------
+
+@op("Identity")
+def _identity(n, x):
+    return x
+
+
+@op("Shape")
+def _shape(n, x):
+    shape = np.shape(x)
+    start, end = n.attr("start", 0), n.attr("end", None)
+    return np.array(shape[start:end], np.int64)
+
+
+@op("Size")
+def _size(n, x):
+    return np.array(math.prod(np.shape(x)), np.int64)
+
+
+@op("Reshape")
+def _reshape(n, x, shape=None):
+    shape = n.attr("shape") if n.opset < 5 else n.ints(shape, "shape")
+    if not n.attr("allowzero", 0):
+        shape = tuple(np.shape(x)[i] if d == 0 else d for i, d in enumerate(shape))
+    return np.reshape(x, shape)
+
+
+@op("Transpose")
+def _transpose(n, x):
+    return np.transpose(x, n.attr("perm", None))
+
+
+def _axes(n, axes, since: int, what="axes"):
+    return n.attr("axes", None) if n.opset < since else (None if axes is None else n.ints(axes, what))
+
+
+@op("Squeeze")
+def _squeeze(n, x, axes=None):
+    axes = _axes(n, axes, 13)
+    if axes is None:
+        return np.squeeze(x)
+    return np.squeeze(x, axis=tuple(_axis(a, np.ndim(x)) for a in axes))
+
+
+@op("Unsqueeze")
+def _unsqueeze(n, x, axes=None):
+    axes = _axes(n, axes, 13)
+    rank = np.ndim(x) + len(axes)
+    return np.expand_dims(x, tuple(_axis(a, rank) for a in axes))
+
+
+@op("Flatten")
+def _flatten(n, x):
+    axis = _axis(n.attr("axis", 1), np.ndim(x))
+    shape = np.shape(x)
+    return np.reshape(x, (math.prod(shape[:axis]), math.prod(shape[axis:])))
+
+
+@op("Concat")
+def _concat(n, *xs):
+    return np.concatenate(xs, axis=n.attr("axis"))
+
+
+@op("Split")
+def _split(n, x, split=None):
+    axis = _axis(n.attr("axis", 0), np.ndim(x))
+    count = len(n.proto.output)
+    if n.opset < 13:
+        split = n.attr("split", None)
+    elif split is not None:
+        split = n.ints(split, "split")
+    if n.opset >= 18:
+        count = n.attr("num_outputs", count)
+    dim = np.shape(x)[axis]
+    if split is None:
+        chunk = -(-dim // count)
+        split = [min(chunk, dim - i * chunk) for i in range(count)]
+    if sum(split) != dim:
+        raise n.error(f"split sizes {tuple(split)} do not add up to dimension {dim}")
+    return tuple(np.split(x, np.cumsum(split)[:-1].tolist(), axis=axis))
+
+
+@op("Slice")
+def _slice(n, x, starts=None, ends=None, axes=None, steps=None):
+    if n.opset < 10:
+        starts, ends, axes, steps = n.attr("starts"), n.attr("ends"), n.attr("axes", None), None
+    else:
+        starts, ends = n.ints(starts, "starts"), n.ints(ends, "ends")
+        axes = None if axes is None else n.ints(axes, "axes")
+        steps = None if steps is None else n.ints(steps, "steps")
+    axes = range(len(starts)) if axes is None else axes
+    steps = [1] * len(starts) if steps is None else steps
+    index = [slice(None)] * np.ndim(x)
+    for a, s, e, k in zip(axes, starts, ends, steps):
+        a = _axis(a, np.ndim(x))
+        dim = np.shape(x)[a]
+        if k == 0:
+            raise n.error("a step of 0")
+        if k < 0:       # ONNX clamps to [-1, dim-1]; Python reads -1 as "the last"
+            s = min(max(s + dim if s < 0 else s, -1), dim - 1)
+            e = min(max(e + dim if e < 0 else e, -1), dim - 1)
+            index[a] = slice(s, None if e < 0 else e, k) if s >= 0 else slice(0, 0)
+        else:
+            index[a] = slice(max(min(s, dim), -dim), max(min(e, dim), -dim - 1), k)
+    return x[tuple(index)]
+
+
+@op("Gather")
+def _gather(n, x, indices):
+    axis = _axis(n.attr("axis", 0), np.ndim(x))
+    return np.take(x, indices, axis=axis)
+
+
+@op("GatherElements")
+def _gather_elements(n, x, indices):
+    axis = _axis(n.attr("axis", 0), np.ndim(x))
+    indices = np.where(indices < 0, indices + np.shape(x)[axis], indices)
+    return np.take_along_axis(x, indices, axis=axis)
+
+
+@op("ScatterElements", "Scatter")
+def _scatter_elements(n, x, indices, updates):
+    axis = _axis(n.attr("axis", 0), np.ndim(x))
+    reduction = n.attr("reduction", "none") if n.op_type == "ScatterElements" else "none"
+    idx = n.static(indices, "indices").astype(np.int64)
+    idx = np.where(idx < 0, idx + np.shape(x)[axis], idx)
+    grid = list(np.indices(idx.shape, sparse=True))
+    grid[axis] = idx
+    where = tuple(np.broadcast_to(g, idx.shape) for g in grid)
+    if reduction == "none":
+        out = np.copy(x)
+        out[where] = updates
+        return out
+    if reduction == "add":
+        flat = np.ravel_multi_index(where, np.shape(x)).reshape(-1)
+        scatter = np.zeros((np.size(x), flat.size), np.result_type(x))
+        scatter[flat, np.arange(flat.size)] = 1
+        return x + np.reshape(scatter @ np.reshape(updates, (-1,)), np.shape(x))
+    raise n.error(f"reduction={reduction!r} is not supported (none, add)")
+
+
+@op("Expand")
+def _expand(n, x, shape):
+    shape = np.broadcast_shapes(np.shape(x), n.ints(shape, "shape"))
+    return np.broadcast_to(x, n.check_size(shape, "output"))
+
+
+@op("Tile")
+def _tile(n, x, repeats):
+    reps = n.ints(repeats, "repeats")
+    n.check_size(tuple(d * r for d, r in zip(np.shape(x), reps)), "output")
+    return np.tile(x, reps)
+
+
+@op("Pad")
+def _pad(n, x, pads=None, value=None, axes=None):
+    mode = n.attr("mode", "constant")
+    if n.opset < 11:
+        pads, value = n.attr("pads"), n.attr("value", 0.0)
+    else:
+        pads = n.ints(pads, "pads")
+        value = 0 if value is None else n.static(value, "constant_value").reshape(-1)[0] \
+            if np.size(value) else 0
+    ndim = np.ndim(x)
+    axes = range(ndim) if axes is None else [_axis(a, ndim) for a in n.ints(axes, "axes")]
+    k = len(pads) // 2
+    widths = [(0, 0)] * ndim
+    for j, a in enumerate(axes):
+        widths[a] = (pads[j], pads[j + k])
+    crop = tuple(slice(max(-lo, 0), np.shape(x)[a] - max(-hi, 0)) for a, (lo, hi) in enumerate(widths))
+    x = x[crop]
+    widths = [(max(lo, 0), max(hi, 0)) for lo, hi in widths]
+    modes = {"constant": "constant", "reflect": "reflect", "edge": "edge", "wrap": "wrap"}
+    if mode not in modes:
+        raise n.error(f"mode={mode!r} is not supported ({', '.join(modes)})")
+    if mode == "constant":
+        return np.pad(x, widths, mode="constant", constant_values=_const(value, x))
+    return np.pad(x, widths, mode=modes[mode])
+
+
+@op("Cast")
+def _cast(n, x):
+    n.attr("saturate", 1)      # only meaningful for float8 types, which dtype_of refuses
+    n.attr("round_mode", "up")
+    dtype = dtype_of(n.attr("to"), f"node {n.name!r} (Cast)")
+    return x.astype(dtype) if isinstance(x, Tracer) else np.asarray(x).astype(dtype)
+
+
+@op("CastLike")
+def _cast_like(n, x, like):
+    n.attr("saturate", 1)
+    dtype = np.result_type(like)
+    return x.astype(dtype) if isinstance(x, Tracer) else np.asarray(x).astype(dtype)
+
+
+@op("Constant")
+def _constant(n):
+    kinds = {"value": lambda v: v, "value_float": lambda v: np.array(v, np.float32),
+             "value_floats": lambda v: np.array(v, np.float32), "value_int": lambda v: np.array(v, np.int64),
+             "value_ints": lambda v: np.array(v, np.int64)}
+    given = [k for k in n.attrs if k in kinds]
+    other = [k for k in n.attrs if k not in kinds]
+    if other or len(given) != 1:
+        raise n.error(f"needs exactly one of {', '.join(kinds)}; got {list(n.attrs)} (strings and sparse "
+                      "tensors are not supported)")
+    return kinds[given[0]](n.attr(given[0]))
+
+
+@op("ConstantOfShape")
+def _constant_of_shape(n, shape):
+    value = n.attr("value", np.zeros(1, np.float32))
+    shape = n.check_size(n.ints(shape, "shape"), "output")
+    return np.full(shape, value.reshape(-1)[0], value.dtype)
+
+
+@op("Range")
+def _range(n, start, limit, delta):
+    start, limit, delta = (n.static(v, w) for v, w in ((start, "start"), (limit, "limit"), (delta, "delta")))
+    if delta == 0:
+        raise n.error("delta is 0")
+    count = max(int(np.ceil((limit - start) / delta)), 0)
+    n.check_size((count,), "output")
+    return (start + np.arange(count) * delta).astype(start.dtype)
+
+
+@op("Trilu")
+def _trilu(n, x, k=None):
+    k = 0 if k is None else n.ints(k, "k")[0]
+    return np.triu(x, k) if n.attr("upper", 1) else np.tril(x, k)
+
+
+@op("Dropout")
+def _dropout(n, x, ratio=None, training=None):
+    if n.opset < 12:
+        ratio = n.attr("ratio", 0.5)
+        if n.opset < 7 and not n.attr("is_test", 0):
+            raise n.error("training-mode Dropout (is_test=0) is not supported: export the model for inference")
+    n.attr("seed", None)     # only used in training mode
+    if training is not None and bool(n.static(training, "training_mode")) and \
+            (ratio is None or float(n.static(ratio, "ratio")) != 0):
+        raise n.error("training-mode Dropout is not supported: export the model for inference")
+    return x, np.ones(np.shape(x), np.bool_)
+
+
+# -- neural-network ops ------------------------------------------------------------------------
+
+def _pads(n, spatial, kernel, stride, dilation) -> tuple[tuple[int, int], ...]:
+    """(low, high) per spatial axis from ``pads`` or ``auto_pad``."""
+    auto = n.attr("auto_pad", "NOTSET")
+    nd = len(kernel)
+    if auto in ("SAME_UPPER", "SAME_LOWER"):
+        out = []
+        for size, k, s, d in zip(spatial, kernel, stride, dilation):
+            total = max(0, (-(-size // s) - 1) * s + (k - 1) * d + 1 - size)
+            small = total // 2
+            out.append((small, total - small) if auto == "SAME_UPPER" else (total - small, small))
+        return tuple(out)
+    if auto == "VALID":
+        return ((0, 0),) * nd
+    if auto != "NOTSET":
+        raise n.error(f"auto_pad={auto!r} is not supported")
+    pads = n.attr("pads", (0,) * (2 * nd))
+    return tuple((pads[i], pads[i + nd]) for i in range(nd))
+
+
+def _window(n, x, w=None):
+    nd = np.ndim(x) - 2
+    kernel = n.attr("kernel_shape", None) or (np.shape(w)[2:] if w is not None else None)
+    if kernel is None:
+        raise n.error("attribute 'kernel_shape' is required")
+    kernel = tuple(kernel)
+    stride = tuple(n.attr("strides", (1,) * nd))
+    dilation = tuple(n.attr("dilations", (1,) * nd))
+    return kernel, stride, dilation
+
+
+def _channel(v, ndim):
+    return np.reshape(v, (-1,) + (1,) * (ndim - 2))
+
+
+@op("Conv")
+def _conv(n, x, w, b=None):
+    kernel, stride, dilation = _window(n, x, w)
+    pads = _pads(n, np.shape(x)[2:], kernel, stride, dilation)
+    y = nn.conv(x, w, stride=stride, padding=pads, dilation=dilation, groups=n.attr("group", 1))
+    return y if b is None else y + _channel(b, np.ndim(y))
+
+
+@op("ConvTranspose")
+def _conv_transpose(n, x, w, b=None):
+    kernel, stride, dilation = _window(n, x, w)
+    nd = len(kernel)
+    extra = n.attr("output_padding", (0,) * nd)
+    out_shape = n.attr("output_shape", None)
+    if out_shape is not None:
+        out_shape = tuple(out_shape)[-nd:]
+        totals = [s * (i - 1) + e + (k - 1) * d + 1 - o for i, s, e, k, d, o in
+                  zip(np.shape(x)[2:], stride, extra, kernel, dilation, out_shape)]
+        if min(totals) < 0:
+            raise n.error(f"output_shape {out_shape} needs negative padding")
+        upper = n.attr("auto_pad", "NOTSET") == "SAME_UPPER"
+        pads = tuple((t // 2, t - t // 2) if upper else (t - t // 2, t // 2) for t in totals)
+        n.attr("pads", None)
+    elif n.attr("auto_pad", "NOTSET") in ("SAME_UPPER", "SAME_LOWER"):
+        upper = n.attr("auto_pad") == "SAME_UPPER"
+        totals = [s * (i - 1) + e + (k - 1) * d + 1 - i * s for i, s, e, k, d in
+                  zip(np.shape(x)[2:], stride, extra, kernel, dilation)]
+        pads = tuple((t // 2, t - t // 2) if upper else (t - t // 2, t // 2) for t in totals)
+    else:
+        pads = _pads(n, np.shape(x)[2:], kernel, stride, dilation)
+    y = nn.conv_transpose(x, w, stride=stride, padding=pads, output_padding=tuple(extra), dilation=dilation,
+                          groups=n.attr("group", 1))
+    return y if b is None else y + _channel(b, np.ndim(y))
+
+
+def _pool_geometry(n, x):
+    kernel, stride, dilation = _window(n, x)
+    spatial = np.shape(x)[2:]
+    pads = _pads(n, spatial, kernel, stride, dilation)
+    ceil = n.attr("ceil_mode", 0)
+    extra = []
+    for size, k, s, d, (lo, hi) in zip(spatial, kernel, stride, dilation, pads):
+        span = size + lo + hi - (k - 1) * d - 1
+        out = (-(-span // s) if ceil else span // s) + 1
+        if ceil and (out - 1) * s >= size + lo:
+            out -= 1
+        extra.append(max(0, (out - 1) * s + (k - 1) * d + 1 - (size + lo + hi)))
+    return kernel, stride, dilation, pads, tuple(extra)
+
+
+@op("MaxPool")
+def _max_pool(n, x):
+    if len(n.proto.output) > 1 and n.proto.output[1]:
+        raise n.error("the Indices output of MaxPool is not supported")
+    n.attr("storage_order", 0)      # only affects the Indices output
+    kernel, stride, dilation, pads, extra = _pool_geometry(n, x)
+    padding = tuple((lo, hi + e) for (lo, hi), e in zip(pads, extra))
+    return max_pool_p.bind(x, window=kernel, stride=stride, padding=padding, dilation=dilation)
+
+
+@op("AveragePool")
+def _average_pool(n, x):
+    """The mean over each window, divided by the count ONNX asks for: ``mean_pool`` of the values
+    over ``mean_pool`` of a mask of the counted positions (a constant, computed at import)."""
+    kernel, stride, dilation, pads, extra = _pool_geometry(n, x)
+    if n.attr("count_include_pad", 0):
+        x = np.pad(x, ((0, 0), (0, 0)) + pads) if any(map(any, pads)) else x
+        padding = tuple((0, e) for e in extra)
+    else:
+        padding = tuple((lo, hi + e) for (lo, hi), e in zip(pads, extra))
+    geometry = dict(window=kernel, stride=stride, padding=padding, dilation=dilation)
+    y = mean_pool_p.bind(x, **geometry)
+    count = mean_pool_p.bind(np.ones((1, 1) + np.shape(x)[2:], np.result_type(x)), **geometry)
+    return y if np.all(count == 1) else y / count
+
+
+@op("GlobalAveragePool")
+def _global_average_pool(n, x):
+    return np.mean(x, axis=tuple(range(2, np.ndim(x))), keepdims=True)
+
+
+@op("GlobalMaxPool")
+def _global_max_pool(n, x):
+    return np.max(x, axis=tuple(range(2, np.ndim(x))), keepdims=True)
+
+
+@op("BatchNormalization")
+def _batch_norm(n, x, scale, bias, mean, var):
+    eps, momentum = n.attr("epsilon", 1e-5), n.attr("momentum", 0.9)
+    if n.opset < 9:
+        n.attr("spatial", 1)
+    if n.opset < 7:
+        n.attr("is_test", 0)
+    training = n.opset >= 14 and n.attr("training_mode", 0)
+    ndim = np.ndim(x)
+    dt = np.result_type(x)
+    if not training:
+        inv = _channel(scale / np.sqrt(var + _const(eps, var)), ndim)
+        return (x - _channel(mean, ndim)) * inv.astype(dt) + _channel(bias, ndim)
+    axes = (0,) + tuple(range(2, ndim))
+    batch_mean = np.mean(x, axis=axes)
+    batch_var = np.var(x, axis=axes)
+    y = nn.layer_norm(x, axis=axes, eps=eps) * _channel(scale, ndim) + _channel(bias, ndim)
+    m = _const(momentum, batch_mean)
+    return y, mean * m + batch_mean * (1 - m), var * m + batch_var * (1 - m)
+
+
+@op("LayerNormalization")
+def _layer_norm(n, x, scale, bias=None):
+    axis = _axis(n.attr("axis", -1), np.ndim(x))
+    eps = n.attr("epsilon", 1e-5)
+    n.attr("stash_type", 1)
+    axes = tuple(range(axis, np.ndim(x)))
+    y = nn.layer_norm(x, axis=axes, eps=eps) * scale
+    y = y if bias is None else y + bias
+    if len(n.proto.output) == 1:
+        return y
+    mean = np.mean(x, axis=axes, keepdims=True)
+    inv = 1 / np.sqrt(np.var(x, axis=axes, keepdims=True) + _const(eps, x))
+    return y, mean, inv
+
+
+@op("InstanceNormalization")
+def _instance_norm(n, x, scale, bias):
+    ndim = np.ndim(x)
+    y = nn.layer_norm(x, axis=tuple(range(2, ndim)), eps=n.attr("epsilon", 1e-5))
+    return y * _channel(scale, ndim) + _channel(bias, ndim)
+
+
+def _softmax(f):
+    """Softmax over ``axis`` (opset >= 13); before, over the flattened axes from ``axis`` on."""
+    def run(n, x):
+        if n.opset >= 13:
+            return f(x, axis=n.attr("axis", -1))
+        axis = _axis(n.attr("axis", 1), np.ndim(x))
+        shape = np.shape(x)
+        flat = np.reshape(x, (math.prod(shape[:axis]), math.prod(shape[axis:])))
+        return np.reshape(f(flat, axis=-1), shape)
+    return run
+
+
+op("Softmax")(_softmax(nn.softmax))
+op("LogSoftmax")(_softmax(nn.log_softmax))
+
+
+# -- running a graph -----------------------------------------------------------------------------
+
+def opsets(model: onnx.ModelProto) -> dict[str, int]:
+    out = {}
+    for o in model.opset_import:
+        out["" if o.domain == "ai.onnx" else o.domain] = int(o.version)
+    return out
+
+
+def _sorted_nodes(graph: onnx.GraphProto, known: set[str]) -> list[onnx.NodeProto]:
+    """The nodes in an order where every input is defined before it is read; a cycle or a value
+    nobody defines is refused, naming the nodes."""
+    producer = {}
+    for node in graph.node:
+        for o in node.output:
+            if not o:
+                continue
+            if o in producer or o in known:
+                raise OnnxImportError(f"value {o!r} is defined twice (node {node.name!r})")
+            producer[o] = node
+    order, state = [], {}
+    for start in graph.node:
+        stack = [(start, iter(start.input))]
+        if state.get(id(start)) == 2:
+            continue
+        state[id(start)] = 1
+        while stack:
+            node, it = stack[-1]
+            for name in it:
+                if not name or name in known:
+                    continue
+                dep = producer.get(name)
+                if dep is None:
+                    raise OnnxImportError(f"node {node.name!r} ({node.op_type}) reads {name!r}, which no "
+                                          "node, input or initializer defines")
+                s = state.get(id(dep))
+                if s == 1:
+                    cycle = [nd.name or nd.op_type for nd, _ in stack]
+                    raise OnnxImportError(f"the graph has a cycle through {' -> '.join(cycle)} -> "
+                                          f"{dep.name or dep.op_type}")
+                if s is None:
+                    state[id(dep)] = 1
+                    stack.append((dep, iter(dep.input)))
+                    break
+            else:
+                state[id(node)] = 2
+                order.append(node)
+                stack.pop()
+    return order
+
+
+def _is_float(a: np.ndarray) -> bool:
+    return np.issubdtype(a.dtype, np.floating)
+
+
+class OnnxProgram:
+    """An imported model: a plain numpy-traceable function with its parameters.
+
+    ``prog(*inputs, **params)`` runs it (parameters default to the model's initializers) and
+    returns its output, or a tuple for several; ``prog.tape`` is ``ad.trace`` of it on
+    ``prog.inputs`` and ``prog.params`` (tape inputs: graph inputs, then parameters, named as in
+    the model; equation sources ``"Conv (conv1)"``; ``tape.meta["onnx_values"]`` maps variables
+    to the model's value names). ``prog.function`` is the same program as
+    ``f(*inputs, params_dict)``, the form ``ad.grad_tape(..., argnums=...)`` differentiates.
+
+    Float initializers are the parameters; integer and bool initializers (shapes, indices) are
+    constants, so shape arithmetic stays static.
+    """
+
+    def __init__(self, model: onnx.ModelProto, inputs=None):
+        graph = model.graph
+        self.model = model
+        self.opsets = opsets(model)
+        if "" not in self.opsets:
+            raise OnnxImportError("the model imports no default ('ai.onnx') opset")
+        inits = {}
+        for t in graph.initializer:
+            if t.name in inits:
+                raise OnnxImportError(f"initializer {t.name!r} is defined twice")
+            inits[t.name] = tensor_array(t, "initializer")
+        for t in graph.sparse_initializer:
+            raise OnnxImportError(f"sparse initializer {t.values.name!r} is not supported")
+        self.params = {k: v for k, v in inits.items() if _is_float(v)}
+        self.constants = {k: v for k, v in inits.items() if not _is_float(v)}
+        self.input_names = tuple(i.name for i in graph.input if i.name not in inits)
+        self.output_names = tuple(o.name for o in graph.output)
+        self.inputs = self._example_inputs(graph, inputs)
+        self.nodes = _sorted_nodes(graph, set(self.input_names) | set(inits))
+        for node in self.nodes:
+            self._decl(node)      # unknown ops are refused at import, before anything runs
+        self._tape = None
+
+    def _decl(self, node: onnx.NodeProto) -> OpDecl:
+        domain = "" if node.domain == "ai.onnx" else node.domain
+        decl = OPS.get((domain, node.op_type))
+        where = f"node {node.name!r}: op {node.op_type!r} of domain {domain or 'ai.onnx'!r}"
+        if decl is None:
+            local = any(f.name == node.op_type and f.domain == node.domain for f in self.model.functions)
+            raise OnnxImportError(f"{where} is not supported by the importer" +
+                                  (" (model-local functions are not expanded)" if local else "") +
+                                  "; ad.onnx.importer.OPS lists the supported ops")
+        if domain not in self.opsets:
+            raise OnnxImportError(f"{where}: the model imports no opset for its domain")
+        return decl
+
+    def _example_inputs(self, graph, given) -> tuple[np.ndarray, ...]:
+        infos = [i for i in graph.input if i.name in self.input_names]
+        if isinstance(given, dict):
+            unknown = set(given) - set(self.input_names)
+            if unknown:
+                raise OnnxImportError(f"inputs= names {sorted(unknown)}, not graph inputs {list(self.input_names)}")
+            given = [given.get(i.name) for i in infos]
+        elif given is None:
+            given = [None] * len(infos)
+        elif len(given) != len(infos):
+            raise OnnxImportError(f"inputs= has {len(given)} entries for the graph's {len(infos)} inputs "
+                                  f"{list(self.input_names)}")
+        out = []
+        for info, value in zip(infos, given):
+            where = f"graph input {info.name!r}"
+            if not info.type.HasField("tensor_type"):
+                raise OnnxImportError(f"{where}: only tensor inputs are supported")
+            tt = info.type.tensor_type
+            dtype = dtype_of(tt.elem_type, where)
+            dims = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
+            if value is None:
+                if not tt.HasField("shape") or None in dims:
+                    names = [d.dim_param or "?" for d in tt.shape.dim] if tt.HasField("shape") else "unknown"
+                    raise OnnxImportError(f"{where} has dynamic shape {names}: pass inputs= (arrays or shapes) "
+                                          "to fix it")
+                value = np.ones(check_shape(dims, where), dtype)
+            elif isinstance(value, tuple) and all(isinstance(d, int) for d in value):
+                value = np.ones(check_shape(value, where), dtype)
+            else:
+                value = np.asarray(value)
+                if tt.HasField("shape") and (len(dims) != value.ndim or any(
+                        d is not None and d != s for d, s in zip(dims, value.shape))):
+                    raise OnnxImportError(f"{where}: shape {value.shape} does not match the model's {dims}")
+                check_shape(value.shape, where)
+                value = value.astype(dtype, copy=False)
+            out.append(value)
+        return tuple(out)
+
+    # -- running -------------------------------------------------------------------------------
+    def run(self, inputs, params=None, value_names: dict | None = None) -> list:
+        """The graph's outputs for ``inputs`` (in graph order) and ``params`` (name -> array;
+        missing ones are the initializers). ``value_names`` collects ``Var -> ONNX name``."""
+        if len(inputs) != len(self.input_names):
+            raise TypeError(f"the model takes {len(self.input_names)} inputs {list(self.input_names)}, "
+                            f"got {len(inputs)}")
+        params = {} if params is None else params
+        unknown = set(params) - set(self.params)
+        if unknown:
+            raise TypeError(f"unknown parameters {sorted(unknown)}")
+        env = {**self.constants, **self.params, **params, **dict(zip(self.input_names, inputs))}
+        saved = [rec.source for rec in ACTIVE]
+        try:
+            for proto in self.nodes:
+                self._run_node(proto, env, value_names)
+        finally:
+            for rec, s in zip(ACTIVE, saved):
+                rec.source = s
+        return [env[name] for name in self.output_names]
+
+    def _run_node(self, proto, env, value_names):
+        decl = self._decl(proto)
+        node = Node(proto, self.opsets["" if proto.domain == "ai.onnx" else proto.domain])
+        if node.opset < decl.since:
+            raise node.error(f"opset {node.opset} is older than the importer supports ({decl.since})")
+        for rec in ACTIVE:
+            rec.source = node.label
+        args = [env[name] if name else None for name in proto.input]
+        while args and args[-1] is None:
+            args.pop()
+        try:
+            out = decl.fn(node, *args)
+        except OnnxImportError:
+            raise
+        except Exception as exc:
+            raise node.error(f"{type(exc).__name__}: {exc}") from exc
+        unread = set(node.attrs) - node.read
+        if unread:
+            raise node.error(f"attributes {sorted(unread)} are not supported (refused rather than ignored)")
+        outs = out if isinstance(out, tuple) else (out,)
+        present = [name for name in proto.output]
+        if len(present) > len(outs):
+            raise node.error(f"{len(present)} outputs requested, the importer computes {len(outs)}")
+        for name, value in zip(present, outs):
+            if name:
+                if not isinstance(value, Tracer):
+                    value = np.asarray(value)
+                    node.check_size(value.shape, f"output {name!r}")
+                env[name] = value
+                if value_names is not None and isinstance(value, Tracer):
+                    value_names[value.variable] = name
+
+    def __call__(self, *inputs, **params):
+        outs = self.run(inputs, params)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def function(self, *args):
+        """``f(*inputs, params)``: the program with its parameters as one (differentiable) dict."""
+        *inputs, params = args
+        outs = self.run(inputs, params)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    @property
+    def tape(self):
+        """The trace on ``self.inputs`` and ``self.params``: inputs then parameters, ONNX names."""
+        if self._tape is None:
+            names: dict = {}
+            n = len(self.input_names)
+            keys = tuple(self.params)
+
+            def flat(*args):
+                outs = self.run(args[:n], dict(zip(keys, args[n:])), names)
+                return outs[0] if len(outs) == 1 else tuple(outs)
+            tape = trace(flat, *self.inputs, *self.params.values())
+            tape = tape.replace(input_names=self.input_names + keys)
+            tape.meta["onnx_values"] = {**dict(zip(tape.inputs, self.input_names + keys)), **names}
+            self._tape = tape
+        return self._tape
+
+    def __repr__(self) -> str:
+        return (f"OnnxProgram(inputs={list(self.input_names)}, outputs={list(self.output_names)}, "
+                f"{len(self.nodes)} nodes, {len(self.params)} parameters)")
+
+
+def from_onnx(model_or_path, *, inputs=None) -> OnnxProgram:
+    """Import an ONNX model (a path, bytes or an ``onnx.ModelProto``) as an ``OnnxProgram``.
+
+    ``inputs`` fixes the graph inputs' shapes (and the example values ``prog.tape`` is traced
+    on): arrays or shape tuples, in graph order or by name; needed for dynamic dimensions.
+    """
+    return OnnxProgram(load(model_or_path), inputs)
+
+
+def parameters(model_or_path) -> dict[str, np.ndarray]:
+    """The model's float initializers by name: the weights ``ad.grad_tape`` can differentiate."""
+    model = load(model_or_path)
+    return {t.name: a for t in model.graph.initializer if _is_float(a := tensor_array(t, "initializer"))}
+
+
+def supported_ops() -> list[str]:
+    return sorted(f"{d + '.' if d else ''}{name}" for d, name in OPS)
