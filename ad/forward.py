@@ -21,6 +21,7 @@ import numpy as np
 from . import pytree
 from .api import _trace, _values, _wrt, vjp
 from .backward import Fallback, build
+from .cache import clear_function_caches, function_cache
 from .codegen import compile_tape
 from .core_prims import full_p, positive_p, project
 from .errors import NonDifferentiableError, TraceError, unwrapping_numpy
@@ -52,6 +53,7 @@ def frule(f):
 
     def register(rule):
         prim.frule = rule
+        clear_function_caches()         # tangent tapes traced before hold the derived pushforward
         return rule
     return register
 
@@ -414,11 +416,11 @@ class LinearMap:
     ``forward``: the tape that computed them; ``fallbacks``: rules without a transposed
     pushforward. With ``form="compiled"`` the tangent tape runs as generated numpy source."""
 
-    def __init__(self, primal: Tape, argnums, wrt, slots, lin: Linearized, residuals, compiled):
+    def __init__(self, primal: Tape, argnums, wrt, slots, lin: Linearized, residuals, compiled=None):
         self.tape, self.forward, self.fallbacks = lin.tangent, lin.forward, lin.fallbacks
         self.residuals = residuals
         self._primal, self._argnums, self._wrt, self._slots, self._lin = primal, argnums, wrt, slots, lin
-        self._compiled = compile_tape(lin.tangent) if compiled else None
+        self._compiled = compiled
 
     def __call__(self, *tangents):
         flat = list(self.residuals) + tangent_leaves(self._primal, self._argnums, self._wrt, self._slots, tangents)
@@ -465,13 +467,31 @@ def output_tangents(primal: Tape, tangent_slots, outs: list):
     return pytree.unflatten(primal.out_tree, [None if s < 0 else outs[s] for s in tangent_slots])
 
 
-def linearize(f, *primals, argnums=None, form: str = "lifted", optimize: bool = True):
+@dataclass(frozen=True)
+class _Traced:
+    """One trace of ``f`` linearized, as the tape cache keeps it."""
+    primal: Tape
+    wrt: list
+    slots: list
+    lin: Linearized
+
+    @property
+    def captures(self):
+        return self.primal.captures
+
+
+def linearize(f, *primals, argnums=None, form: str = "lifted", optimize: bool = True, max_traces: int = 8):
     """``y, f_jvp = ad.linearize(f, *primals)``: ``f_jvp(*tangents)`` is the Jacobian of ``f`` at
     ``primals`` applied to tangents (one per argument, or per ``argnums``), run from a tangent
     tape (``f_jvp.tape``, an ordinary Tape: it prints, optimises, compiles, saves). What the
     pushforwards compute from the primals alone runs once, in the forward section; the tangent
     tape holds the linear part. Complex inputs move along complex directions, ``t = dx + i dy``
     (docs/complex.md).
+
+    Tapes are cached per function and argument signature, under their guards, as ``ad.grad``'s
+    (``ad.cache.function_cache``): calling it again on ``f`` re-runs the forward section without
+    tracing. Like ``ad.grad``'s, a tape holds the arrays ``f`` reads from outside its arguments
+    as constants.
 
     >>> y, f_jvp = ad.linearize(lambda x: np.sin(x) * 2.0, np.zeros(2))
     >>> f_jvp(np.ones(2))
@@ -485,20 +505,36 @@ def linearize(f, *primals, argnums=None, form: str = "lifted", optimize: bool = 
     if form not in ("lifted", "compiled"):
         raise ValueError(f"linearize form={form!r}: choose 'lifted' or 'compiled' (the closure form "
                          "has no tape: use ad.jvp(..., form='closure'))")
-    nargs = len(primals)
-    argnums = tuple(range(nargs)) if argnums is None else argnums
+    argnums = tuple(range(len(primals))) if argnums is None else argnums
     argnums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-    primal = _trace(f, primals, argnums)
-    wrt, _, slots = _wrt(primal, argnums, nargs)
-    lin = build_linearized(primal, _values(primal, primals), wrt)
-    if optimize:
-        lin = replace(lin, forward=run_passes(lin.forward), tangent=run_passes(lin.tangent))
-    out = eval_tape(lin.forward, primal.flatten_args(primals))     # tracers of an enclosing trace, if any
-    if lin.fallbacks and any(isinstance(x, Tracer) for x in out):
-        raise NonDifferentiableError("cannot differentiate through a linearization whose rules fell "
-                                     "back to closures: " + "; ".join(map(str, lin.fallbacks)))
-    y = pytree.unflatten(primal.out_tree, out[:lin.n_values])
-    return y, LinearMap(primal, argnums, wrt, slots, lin, out[lin.n_values:], form == "compiled")
+    cache = function_cache(f, ("linearize", argnums, form, optimize), max_traces)
+    return linearize_with(cache, f, primals, argnums, form, optimize)
+
+
+def linearize_with(cache, f, primals, argnums: tuple, form: str, optimize: bool = True):
+    """``linearize`` keeping its tapes in ``cache`` (``ad.hvp`` keys them by the function whose
+    gradient it linearizes)."""
+    nargs = len(primals)
+
+    def new_tape(args):
+        primal = _trace(f, args, argnums)
+        wrt, _, slots = _wrt(primal, argnums, nargs)
+        lin = build_linearized(primal, _values(primal, args), wrt)
+        if optimize:
+            lin = replace(lin, forward=run_passes(lin.forward), tangent=run_passes(lin.tangent))
+        return _Traced(primal, wrt, slots, lin)
+
+    def run(entry, args, leaves):
+        t = entry.tape
+        out = eval_tape(t.lin.forward, t.primal.flatten_args(args))     # tracers of an enclosing trace, if any
+        if t.lin.fallbacks and any(isinstance(x, Tracer) for x in out):
+            raise NonDifferentiableError("cannot differentiate through a linearization whose rules fell "
+                                         "back to closures: " + "; ".join(map(str, t.lin.fallbacks)))
+        if form == "compiled" and entry.compiled is None:
+            entry.compiled = compile_tape(t.lin.tangent)
+        y = pytree.unflatten(t.primal.out_tree, out[:t.lin.n_values])
+        return y, LinearMap(t.primal, argnums, t.wrt, t.slots, t.lin, out[t.lin.n_values:], entry.compiled)
+    return cache.call(tuple(primals), new_tape, run)
 
 
 def jvp(f, primals, tangents, *, form: str = "lifted"):

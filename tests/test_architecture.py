@@ -128,7 +128,8 @@ LAYERS = {
     "tracing": ("ad.dispatch", "ad.tracer"),
     "rule library": ("ad.lib.", "ad.nn.", "ad.scipy."),
     "transformations": ("ad.lift", "ad.backward", "ad.closure", "ad.passes", "ad.codegen",
-                        "ad.cache", "ad.api", "ad.transpose", "ad.forward", "ad.scipy.integrate"),
+                        "ad.cache", "ad.api", "ad.transpose", "ad.forward", "ad.jacobians",
+                        "ad.scipy.integrate"),
     "consumers": ("ad.serialize", "ad.onnx", "ad.checks", "ad.examples", "ad.nn.examples"),
 }
 

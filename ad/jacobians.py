@@ -1,0 +1,220 @@
+"""Jacobians and Hessians from the two modes: ``jacfwd`` (one linearization, one tangent-tape run
+per input element), ``jacrev`` (one vjp, one pullback per output element), ``jacobian`` (the
+cheaper of the two), ``hessian`` (forward over reverse) and ``hvp``.
+
+Conventions are ``ad.grad``'s: ``argnums`` (an int, or a tuple giving a tuple), pytrees on both
+sides. The Jacobian of an output leaf of shape ``so`` with respect to an input leaf of shape
+``si`` has shape ``so + si``; the result is shaped like the output, each leaf holding the
+structure of the differentiated argument(s) (JAX's layout). Integer and boolean leaves get None.
+
+Complex numbers (docs/complex.md): a real input's Jacobian is ``df/dx`` (complex for a complex
+output; ``jacfwd`` computes it, ``jacrev`` refuses, since a real cotangent cannot see an
+imaginary part). A complex input has one Jacobian only when ``f`` is holomorphic: pass
+``holomorphic=True`` and get ``f'(z)``; otherwise both refuse, as ``jax.jacfwd`` does.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import pytree
+from .api import _argnums_tuple, grad, trace, vjp
+from .cache import function_cache, signature
+from .errors import NonDifferentiableError
+from .forward import FORMS, jvp, linearize, linearize_with
+
+
+def _is_complex(x) -> bool:
+    return np.iscomplexobj(x.value if hasattr(x, "value") else x)
+
+
+def _is_float(x) -> bool:
+    return np.issubdtype(np.result_type(x.value if hasattr(x, "value") else x), np.inexact)
+
+
+def _diff(args, argnums):
+    """(the differentiated arguments as one tree: the argument, or a tuple of them; its leaves)."""
+    nums = _argnums_tuple(argnums, len(args))
+    tree = args[nums[0]] if isinstance(argnums, int) else tuple(args[k] for k in nums)
+    return nums, tree, pytree.flatten(tree)
+
+
+def _refuse_complex_inputs(leaves, holomorphic: bool, name: str):
+    if not holomorphic and any(_is_complex(x) for x in leaves):
+        raise NonDifferentiableError(
+            f"ad.{name} of a function of a complex input: its Jacobian is f'(z) only for a holomorphic "
+            f"f; pass holomorphic=True, or split z into real and imaginary parts (docs/complex.md)")
+
+
+def _assemble(out_leaves, out_tree, in_leaves, in_tree, block):
+    """The Jacobian tree: per output leaf, the input tree of its blocks ``block(i, j)``."""
+    return pytree.unflatten(out_tree, [pytree.unflatten(in_tree, [block(i, j) for j in range(len(in_leaves))])
+                                       for i in range(len(out_leaves))])
+
+
+def _basis(x):
+    """The unit vectors of a leaf's space, each shaped like it (in its dtype)."""
+    shape, dtype = np.shape(x), np.result_type(x.value if hasattr(x, "value") else x)
+    return np.eye(int(np.prod(shape)), dtype=dtype).reshape((-1,) + shape)
+
+
+def jacfwd(f, argnums=0, *, form: str = "lifted", holomorphic: bool = False):
+    """The Jacobian of ``f`` by forward mode: one linearization (cached per signature, see
+    ``ad.linearize``), then its tangent tape run once per element of the differentiated
+    inputs. Cheap for few inputs and many outputs (tall Jacobians). ``form``: "lifted",
+    "compiled" (the tangent tape as numpy source) or "closure" (``ad.jvp``'s closure form, per
+    column).
+
+    >>> ad.jacfwd(lambda x: np.sin(x) * 2.0)(np.zeros(2))
+    array([[2., 0.],
+           [0., 2.]])
+    """
+    if form not in FORMS:
+        raise ValueError(f"form={form!r}; choose one of {FORMS}")
+
+    def jacfwd_f(*args):
+        nums, tree, (in_leaves, in_tree) = _diff(args, argnums)
+        _refuse_complex_inputs(in_leaves, holomorphic, "jacfwd")
+        if form == "closure":
+            def push(ts):
+                tangents = [None] * len(args)
+                for k, t in zip(nums, ts):
+                    tangents[k] = t
+                return jvp(f, args, tuple(tangents), form="closure")
+            y = f(*args)
+        else:
+            y, f_jvp = linearize(f, *args, argnums=nums, form=form)
+
+            def push(ts):
+                return None, f_jvp(*ts)
+        out_leaves, out_tree = pytree.flatten(y)
+        columns = []        # per input leaf: per output leaf, the stacked columns
+        for j, x in enumerate(in_leaves):
+            if not _is_float(x):
+                columns.append(None)
+                continue
+            cols = []
+            for e in _basis(x):
+                leaves = [None] * len(in_leaves)
+                leaves[j] = e
+                ts = pytree.unflatten(in_tree, leaves)
+                cols.append(pytree.flatten(push((ts,) if isinstance(argnums, int) else ts)[1])[0])
+            columns.append(cols)
+
+        def block(i, j):
+            if columns[j] is None or _no_tangent(columns[j], i):
+                return None
+            return np.stack([np.asarray(c[i]) for c in columns[j]], axis=-1).reshape(
+                np.shape(out_leaves[i]) + np.shape(in_leaves[j]))
+        return _assemble(out_leaves, out_tree, in_leaves, in_tree, block)
+    return jacfwd_f
+
+
+def _no_tangent(cols, i) -> bool:
+    """An integer output has no tangent (None in every column)."""
+    return not cols or cols[0][i] is None
+
+
+def jacrev(f, argnums=0, *, holomorphic: bool = False):
+    """The Jacobian of ``f`` by reverse mode: one vjp, its pullback run once per element of the
+    outputs. Cheap for many inputs and few outputs (wide Jacobians). A complex output needs
+    ``holomorphic=True`` (of a real input: use ``jacfwd``).
+
+    >>> ad.jacrev(lambda x: np.sum(x ** 2, keepdims=True))(np.arange(3.0))
+    array([[0., 2., 4.]])
+    """
+    def jacrev_f(*args):
+        nums, tree, (in_leaves, in_tree) = _diff(args, argnums)
+        _refuse_complex_inputs(in_leaves, holomorphic, "jacrev")
+
+        def of_diff(*xs):
+            new = list(args)
+            for k, x in zip(nums, xs):
+                new[k] = x
+            return f(*new)
+        y, pullback = vjp(of_diff, *(args[k] for k in nums))
+        out_leaves, out_tree = pytree.flatten(y)
+        if not holomorphic and any(_is_complex(v) for v in out_leaves):
+            raise NonDifferentiableError(
+                "ad.jacrev of a complex output of real inputs: a cotangent sees only the real part; "
+                "use ad.jacfwd (or holomorphic=True for a holomorphic f)")
+        zeros = [np.zeros(np.shape(v), np.result_type(v.value if hasattr(v, "value") else v)) for v in out_leaves]
+        rows = []           # per output leaf: per row, the cotangent leaves of the inputs
+        for i, v in enumerate(out_leaves):
+            if not _is_float(v):
+                rows.append(None)
+                continue
+            rs = []
+            for e in _basis(v):
+                ct = list(zeros)
+                ct[i] = e
+                g = pullback(pytree.unflatten(out_tree, ct))
+                rs.append(pytree.flatten(g[0] if isinstance(argnums, int) else tuple(g))[0])
+            rows.append(rs)
+
+        def block(i, j):
+            if rows[i] is None or not rows[i] or rows[i][0][j] is None:
+                return None
+            return np.stack([np.asarray(r[j]) for r in rows[i]]).reshape(
+                np.shape(out_leaves[i]) + np.shape(in_leaves[j]))
+        return _assemble(out_leaves, out_tree, in_leaves, in_tree, block)
+    return jacrev_f
+
+
+def jacobian(f, argnums=0, *, holomorphic: bool = False):
+    """The Jacobian of ``f``, by ``jacfwd`` when the differentiated inputs have no more elements
+    than the outputs (or an output is complex and the inputs real), else by ``jacrev``. The
+    output size is found by tracing ``f`` once per argument signature.
+
+    >>> ad.jacobian(lambda x: np.outer(x, x))(np.ones(2)).shape
+    (2, 2, 2)
+    """
+    fwd, rev = jacfwd(f, argnums, holomorphic=holomorphic), jacrev(f, argnums, holomorphic=holomorphic)
+    sizes: dict = {}
+
+    def jacobian_f(*args):
+        leaves, structure = pytree.flatten(args)
+        key = (structure,) + signature(leaves)
+        if key not in sizes:
+            outs = trace(f, *args).outputs
+            sizes[key] = (sum(v.aval.size for v in outs), any(np.issubdtype(v.aval.dtype, np.complexfloating) for v in outs))
+        n_out, complex_out = sizes[key]
+        n_in = sum(int(np.size(x)) for x in _diff(args, argnums)[2][0])
+        use_fwd = n_in <= n_out or complex_out and not holomorphic
+        return (fwd if use_fwd else rev)(*args)
+    return jacobian_f
+
+
+def hessian(f, argnums=0, *, form: str = "lifted", holomorphic: bool = False):
+    """The Hessian of a scalar ``f``: ``jacfwd`` of ``ad.grad(f)`` (forward over reverse), shaped
+    ``x.shape + x.shape`` for one array argument (a nested tree per pair for pytrees or a tuple
+    of ``argnums``). ``form`` is the gradient's and the tangent tape's. For a complex input,
+    ``holomorphic=True`` gives ``f''(z)`` of a holomorphic ``f``.
+
+    >>> ad.hessian(lambda x: np.sum(x ** 3))(np.array([1.0, 2.0]))
+    array([[ 6.,  0.],
+           [ 0., 12.]])
+    """
+    g = grad(f, argnums, form=form, holomorphic=holomorphic)
+    return jacfwd(g, argnums, form=form, holomorphic=holomorphic)
+
+
+def hvp(f, primals, tangents, *, form: str = "lifted"):
+    """``g, Hv = ad.hvp(f, primals, tangents)``: the gradient of a scalar ``f`` and its Hessian
+    applied to ``tangents``, by ``ad.jvp`` of ``ad.grad(f)`` (forward over reverse: about one
+    gradient's cost). The differentiated arguments are those with a tangent (None leaves the
+    argument constant); ``g`` and ``Hv`` are shaped like it, or tuples of them for several.
+
+    >>> ad.hvp(lambda x: np.sum(x ** 3), (np.array([1.0, 2.0]),), (np.array([1.0, 0.0]),))
+    (array([ 3., 12.]), array([6., 0.]))
+    """
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)) \
+            or len(primals) != len(tangents):
+        raise TypeError("hvp takes primals and tangents as tuples of one length: ad.hvp(f, (x,), (v,))")
+    nums = tuple(k for k, t in enumerate(tangents) if t is not None)
+    argnums = nums[0] if len(nums) == 1 else nums
+    if form == "closure":
+        return jvp(grad(f, argnums, form=form), tuple(primals), tuple(tangents), form=form)
+    # the linearized gradient is cached under f, so calling hvp again on f does not retrace
+    cache = function_cache(f, ("hvp", nums, form))
+    g, f_jvp = linearize_with(cache, grad(f, argnums, form=form), tuple(primals), nums, form)
+    return g, f_jvp(*(tangents[k] for k in nums))
