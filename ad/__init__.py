@@ -8,6 +8,7 @@ from . import lib as _lib  # noqa: F401  (fills the dispatch tables)
 # tracing and the data model
 from .api import grad, grad_tape, trace, value_and_grad, vjp
 from .forward import Pushforward, frule, jvp, linearize
+from .jacobians import hessian, hvp, jacfwd, jacobian, jacrev
 from .transpose import NotLinearError, transpose
 from .backward import Fallback, GradTape, backpropagate, partition
 from .codegen import Compiled
@@ -24,7 +25,7 @@ from .tape import Aval, Eqn, Lit, Origin, Tape, Var, validate
 
 __all__ = [
     "trace", "grad", "value_and_grad", "vjp", "grad_tape", "partition", "backpropagate",
-    "jvp", "linearize", "transpose", "frule", "Pushforward", "NotLinearError",
+    "jvp", "linearize", "jacfwd", "jacrev", "jacobian", "hessian", "hvp", "transpose", "frule", "Pushforward", "NotLinearError",
     "compile", "Compiled", "optimize", "op_counts", "validate",
     "Tape", "GradTape", "Eqn", "Var", "Lit", "Aval", "Origin", "Fallback", "Primitive", "REGISTRY",
     "rrule", "using_rule", "primitive", "scalar_rule", "linear_rule", "non_differentiable", "project",
