@@ -28,7 +28,7 @@ __all__ = [
     "to_graphviz", "scene", "primitive_colour", "export", "listing", "render",
     "RenderError", "RendererNotFound",
     # the Jupyter debugger
-    "debug", "TapeDebugger",
+    "debug", "debug_jvp", "TapeDebugger",
 ]
 
 
@@ -49,6 +49,25 @@ def debug(f, *args, argnums=0, **options) -> "TapeDebugger":
     <TapeDebugger: backward step 33 of 33, 51 equations>
     """
     return _widget().TapeDebugger(f, args, argnums, **options)
+
+
+def debug_jvp(f, primals, tangents, **options) -> "TapeDebugger":
+    """A debugger for forward mode: ``f``'s linearization at ``primals`` along ``tangents``
+    (tuples, as ``ad.jvp`` takes them; a None tangent leaves that argument constant). The forward
+    listing and the tangent listing are side by side, each primal equation's pushforward block
+    (derived from its rule's pullback) beside it; steps run through the forward section, then
+    the pushforward blocks in forward order; the inspector shows a value beside its tangent.
+    Options, stepping, selection and ``to_html`` are ``debug``'s.
+
+    >>> dbg = tapeviz.debug_jvp(lambda x: np.sum(np.sin(x) * 2.0), (np.ones(3),), (np.ones(3),))
+    >>> dbg.step_to(3)
+    >>> dbg.phase_line
+    'tangent, step 4 of 6: pushforward of %1 (sin) (2 equations)'
+    >>> dbg.select("%1")
+    >>> dbg.model.tangents["%1"]
+    '%6'
+    """
+    return _widget().JvpDebugger(f, primals, tangents, **options)
 
 
 def __getattr__(name: str):

@@ -16,8 +16,8 @@ names too (no ``:``, which DOT reads as a port):
 Every node has ``kind``, ``phase`` ("forward", "backward" or "tangent") and ``order`` (its
 position in the tape, for stable sorting). The tangent phase is forward mode's (``ad.linearize``):
 the equations of the pushforwards (``Origin`` kinds in ``TANGENT_KINDS``) and the tangents they
-compute; a tape's trailing ``tape.meta["n_tangents"]`` inputs are its tangent inputs. ``kind`` is
-one of
+compute; a tape's trailing ``tape.meta["n_tangents"]`` inputs are its tangent inputs (and
+``tape.meta["output_names"]``, if given, names its outputs). ``kind`` is one of
 
 * ``input``: a traced argument; ``parameter``: an input the gradient is taken with respect to;
 * ``constant``: a literal; ``equation``: an equation; ``guard``: a guard equation (an
@@ -108,7 +108,7 @@ def to_networkx(tape: Tape, *, values=None, checks=None) -> nx.DiGraph:
                         "make one with ad.trace(f, *args) or ad.grad_tape(f, *args)")
     summaries = _summaries(values)
     n_seeds = getattr(tape, "n_seeds", 0)
-    wrt = set(getattr(tape, "wrt", ()))
+    wrt = set(getattr(tape, "wrt", ())) | {tape.inputs.index(p) for p in tape.meta.get("tangents", {}).values()}
     out_names = _output_names(tape)
     returned: dict = {}
     for x, label in zip(tape.outputs, out_names):
@@ -231,13 +231,15 @@ def _params_text(cache: dict, e: Eqn) -> str:
 
 
 def _output_names(tape: Tape) -> list[str]:
+    if "output_names" in tape.meta:        # a tape assembled for showing names its outputs itself
+        return list(tape.meta["output_names"])
     n_values = getattr(tape, "n_values", len(tape.outputs))
     if tape.out_tree is not None:
         names = pytree.leaf_paths(tape.out_tree, "out")
     else:
         names = [f"out[{i}]" for i in range(n_values)]
     wrt = getattr(tape, "wrt", ())
-    grads = [f"grad {tape.input_names[i]}" for i in wrt] + list(tape.meta.get("tangent_names", ()))
+    grads = [f"grad {tape.input_names[i]}" for i in wrt]
     grads += [f"grad[{i}]" for i in range(len(grads), len(tape.outputs) - n_values)]
     return names[:n_values] + grads
 

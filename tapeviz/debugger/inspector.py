@@ -1,5 +1,6 @@
 """The value inspector: a variable's card (shape, dtype, statistics, a heatmap, NaN/Inf marked)
-beside the card of its cotangent (or, for a cotangent, of its primal).
+beside the card of its cotangent (or, for a cotangent, of its primal; in forward mode, its
+tangent's, or a tangent's primal's).
 
 The heatmap is an HTML table with one coloured cell per element (a corner of big arrays):
 blue for negative, red for positive, white for zero, scaled by the largest finite magnitude;
@@ -27,7 +28,8 @@ NAN, POS_INF, NEG_INF = "#d946ef", "#111827", "#111827"
 SEP = " \u00b7 "
 KINDS = {"input": "input (not differentiated)", "parameter": "differentiated input",
          "intermediate": "forward value", "residual": "residual (kept for the backward pass)",
-         "output": "output", "cotangent": "backward value"}
+         "output": "output", "cotangent": "backward value", "tangent": "tangent value"}
+FORWARD_KINDS = {**KINDS, "input": "input (constant: no tangent)", "residual": "residual (kept for the tangent pass)"}
 
 
 def inspector_html(model: DebugModel, var_html, name: str | None = None) -> str:
@@ -35,7 +37,17 @@ def inspector_html(model: DebugModel, var_html, name: str | None = None) -> str:
     result) and its partner: the cotangent of a forward value, the primal of a cotangent."""
     name = name or model.focus
     d = model.var_attrs[name]
-    if d["phase"] == "forward":
+    if d["phase"] == "forward" and model.mode == "forward":
+        partner = model.tangents.get(name)
+        role = "tangent"
+        missing = "no tangent: it depends on no input with a tangent (or its pushforward has none)"
+    elif d["phase"] == "tangent":
+        partner = d.get("tangent_of")
+        role = "primal"
+        p = model.producer_index.get(name)
+        missing = (f"a temporary of the {model.eqns[p].origin.describe()}" if p is not None
+                   else "a tangent input")
+    elif d["phase"] == "forward":
         partner = model.cotangents.get(name)
         role = "cotangent"
         missing = "no cotangent reaches it (it does not influence the output, or is not differentiated)"
@@ -62,7 +74,8 @@ def card(model: DebugModel, name: str, role: str, var_html) -> str:
     d = model.var_attrs[name]
     value = model.values.get(name)
     p = model.producer_index.get(name)
-    facts = [esc(d["aval"]), esc(KINDS.get(d["kind"], d["kind"]))]
+    kinds = FORWARD_KINDS if model.mode == "forward" else KINDS
+    facts = [esc(d["aval"]), esc(kinds.get(d["kind"], d["kind"]))]
     if d["label"]:
         facts.insert(0, f'<span class="tv-label">{esc(d["label"])}</span>')
     if d["output"]:

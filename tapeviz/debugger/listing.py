@@ -10,12 +10,18 @@ from __future__ import annotations
 
 from ad.tape import Var, format_literal, format_param
 
-from ..graph import BACKWARD_BLOCK
+from ..graph import BACKWARD_BLOCK, PUSHFORWARD_BLOCK
 from .markup import attr, esc
-from .model import DebugModel
+from .model import RIGHT_BLOCKS, DebugModel
 
 RESIDUAL_COLOURS = 8
 MAX_PARAMS = 60
+HEADERS = {     # mode -> the two columns' headings
+    "reverse": ("forward \u2193 (each rule instance)",
+                "backward \u2191 (its pullback block and fan-in, runs bottom to top)"),
+    "forward": ("forward \u2193 (each primal equation)",
+                "tangent \u2193 (its pushforward block, runs after the forward pass, top to bottom)"),
+}
 
 
 # -- the phase line ------------------------------------------------------------------------------
@@ -85,10 +91,13 @@ class Listing:
         o = e.origin
         if o.kind == "accumulate":
             tail += f'<span class="tv-tag tv-tag-fanin">fan-in of {esc(o.of)}</span>'
-        elif o.kind in ("seed", "zeros"):
+        elif o.kind in ("seed", "zeros", "tangent_zeros"):
             tail += f'<span class="tv-tag">{esc(o.describe())}</span>'
+        if repr(e.outputs[0]) in self.model.gt.meta.get("hoisted", ()):
+            tail += ('<span class="tv-tag" title="it reads no tangent: ad.linearize runs it once, in the '
+                     'forward section">hoisted</span>')
         if e.prim.kind == "opaque":
-            reason = next((f.reason for f in self.model.gt.fallbacks
+            reason = next((f.reason for f in self.model.fallbacks
                            if f.rule == o.rule and f.source == e.source), "the rule could not be lifted")
             tail += f'<span class="tv-tag tv-tag-opaque"{attr("title", reason)}>opaque closure</span>'
         return f'<span class="tv-n">#{i}</span>{lhs} = {rhs} {ops}{tail}'
@@ -135,11 +144,11 @@ class Listing:
         if hi < len(m.rows):
             body.append(f'<tr class="tv-more"><td colspan="2">\u2026 {len(m.rows) - hi} rows below</td></tr>')
         where = f'{attr("data-step", m.index)}{attr("data-current", m.current)}' if cursor else ""
-        return (f'<div class="tv-listing"{where}'
+        left, right = HEADERS[m.mode]
+        return (f'<div class="tv-listing"{where}{attr("data-mode", m.mode)}'
                 f'{attr("data-rows", f"{lo}-{hi - 1}")}{attr("data-total-rows", len(m.rows))}>'
                 '<div class="tv-scroll"><table class="tv-pair"><thead><tr>'
-                '<th class="tv-forward">forward \u2193 (each rule instance)</th>'
-                '<th class="tv-backward">backward \u2191 (its pullback block and fan-in, runs bottom to top)</th>'
+                f'<th class="tv-forward">{esc(left)}</th><th class="tv-backward">{esc(right)}</th>'
                 f'</tr></thead><tbody>{"".join(body)}</tbody></table></div></div>')
 
     def _inputs(self, partners, cursor: bool = True) -> str:
@@ -149,7 +158,8 @@ class Listing:
             name = repr(v)
             d = m.var_attrs[name]
             cls = " tv-sel" if cursor and name == m.selected else ""
-            kind = "differentiated" if d["kind"] == "parameter" else "not differentiated"
+            kind = ("differentiated" if d["kind"] == "parameter" or name in m.tangents
+                    else f"tangent of {d['tangent_of']}" if d["kind"] == "tangent" else "not differentiated")
             lines.append(f'<div class="tv-eq tv-input{cls}" data-var="{esc(name)}"><span class="tv-n">in</span>'
                          f'{self.var(name)}<span class="tv-aval">:{esc(d["aval"])}</span> '
                          f'<span class="tv-label">{esc(d["label"])}</span> '
@@ -186,7 +196,7 @@ class Listing:
             parts, group = [], None
             for i in eqns:
                 o = m.eqns[i].origin
-                g = (o.kind in BACKWARD_BLOCK, repr(o.of)) if side == "backward" else repr(o.of)
+                g = (o.kind in RIGHT_BLOCKS, repr(o.of)) if side == "backward" else repr(o.of)
                 header = _group_header(m, i, side, len(eqns)) if g != group else None
                 group = g
                 before = f'<div class="tv-block-h">{esc(header)}</div>' if header else ""
@@ -202,6 +212,8 @@ def _group_header(m: DebugModel, i: int, side: str, n: int) -> str | None:
     if side == "backward":
         if o.kind in BACKWARD_BLOCK:
             return f"pullback of {o.of!r} ({o.rule})"
+        if o.kind in PUSHFORWARD_BLOCK:
+            return o.describe()          # "pushforward of %9 (tanh), from its pullback" (or its fallback)
         return None
     if n > 1 and o.of is not None:
         return f"rule {o.rule} \u2192 {o.of!r}"

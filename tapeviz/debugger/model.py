@@ -1,6 +1,8 @@
 """The debugger's state, without widgets: the steps of a gradient tape at two granularities, the
 rows that pair each forward rule instance with its pullback block, the cursor, the selection,
 check results, and everything derived from them (partners, what a step writes, the phase line).
+In forward mode (``jvp_tape``) the tape is a linearization's and the rows pair each primal
+equation with its pushforward block: the same model, the tangent phase on the right.
 
 Everything per equation is computed once, when the model is built; a step or a selection only
 moves indices, so the view can redraw a window of a 10,000-equation tape in milliseconds.
@@ -11,7 +13,9 @@ with ``Origin("pullback" | "project", of=%9)``. A *step* is a run of equations t
 over at once: an instance body or a pullback block ("pullback" granularity), or one equation
 ("primitive" granularity); fan-in accumulation, the seed and structural zeros are steps of their
 own at both. A *row* pairs an instance body (left) with the backward equations about its
-outputs: its pullback block and the fan-in sums and zeros of its cotangents (right).
+outputs: its pullback block and the fan-in sums and zeros of its cotangents (right). In forward
+mode a pushforward block (``Origin("pushforward*", of=%9)``) is a step like a pullback block,
+and a row's right side is its pushforward block.
 """
 from __future__ import annotations
 
@@ -21,16 +25,23 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ad.tape import Var
+import ad
+from ad import pytree
+from ad.tape import Eqn, InvalidTapeError, Tape, Var, eval_tape, validate
 
-from ..graph import BACKWARD_BLOCK, EQUATION_KINDS, annotate, node_of, to_networkx, values_of
+from ..graph import (BACKWARD_BLOCK, EQUATION_KINDS, PUSHFORWARD_BLOCK, TANGENT_KINDS, annotate, node_of, phase_of,
+                     to_networkx, values_of)
 
 GRANULARITIES = ("pullback", "primitive")
 
 
+RIGHT_BLOCKS = BACKWARD_BLOCK + PUSHFORWARD_BLOCK    # origins of the blocks shown beside an instance
+
+
 class Step(NamedTuple):
-    phase: str            # "forward" or "backward"
-    kind: str             # the equations' origin: primal, pullback, accumulate, seed, zeros
+    phase: str            # "forward", "backward" or "tangent"
+    kind: str             # the equations' origin: primal, pullback, pushforward, accumulate, seed, zeros,
+                          # tangent_zeros
     start: int            # equation indices [start, stop)
     stop: int
     of: str | None        # the forward variable the step belongs to
@@ -63,19 +74,19 @@ def build_steps(gt, granularity: str) -> list[Step]:
     for i, e in enumerate(gt.eqns):
         o = e.origin
         of = repr(o.of) if o.of is not None else None
-        phase = "backward" if o.is_backward else "forward"
+        phase = phase_of(o)
         if granularity == "primitive" or of is None:
             key = None
         elif phase == "forward":
             key = ("body", of)
-        elif o.kind in BACKWARD_BLOCK:
+        elif o.kind in RIGHT_BLOCKS:
             key = ("block", of)
         else:
             key = None                     # fan-in, seed, zeros: a step each
         if key is not None and key == last_key:
             steps[-1] = steps[-1]._replace(stop=i + 1)
         else:
-            kind = "pullback" if o.kind in BACKWARD_BLOCK else o.kind
+            kind = "pullback" if o.kind in BACKWARD_BLOCK else "pushforward" if o.kind in PUSHFORWARD_BLOCK else o.kind
             steps.append(Step(phase, kind, i, i + 1, of, o.rule or e.prim.name))
         last_key = key
     return steps
@@ -85,21 +96,101 @@ def build_steps(gt, granularity: str) -> list[Step]:
 class Row:
     key: str | None       # the instance's first output; None for the inputs' row
     forward: list[int]
-    backward: list[int]
+    backward: list[int]   # the right side: pullback block and fan-ins, or (forward mode) pushforward block
+
+
+def jvp_tape(f, primals, tangents) -> tuple[Tape, dict]:
+    """The tape the forward-mode debugger steps through, and every variable's value by name:
+    ``ad.linearize``'s forward section, then its tangent tape (its residual inputs read as the
+    forward values they are), with the pushforward equations that the linearization hoisted into
+    the forward section (what a pushforward computes from the primals alone, ``cos x`` for
+    ``sin``: run once, with the forward pass) shown in their pushforward block. ``meta`` holds
+    ``n_tangents`` (the trailing tangent inputs), ``tangents`` (tangent input -> its primal),
+    ``hoisted`` (those equations' first outputs), ``fallbacks``, ``n_values`` and ``output_names``.
+
+    ``primals`` and ``tangents`` are as ``ad.jvp``'s: a None tangent leaves that argument constant.
+    """
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError("debug_jvp takes primals and tangents as tuples, as ad.jvp does: "
+                        "tapeviz.debug_jvp(f, (x,), (t,))")
+    if len(primals) != len(tangents):
+        raise TypeError(f"{len(primals)} primals and {len(tangents)} tangents")
+    argnums = tuple(i for i, t in enumerate(tangents) if t is not None)
+    if not argnums:
+        raise ValueError("every tangent is None: give a tangent for at least one argument")
+    primal = ad.trace(f, *primals)
+    _, f_jvp = ad.linearize(f, *primals, argnums=argnums)
+    expected = f_jvp(*(tangents[i] for i in argnums))        # checks the tangents' shapes and dtypes
+    fwd, tan = f_jvp.forward, f_jvp.tape
+    n_res = len(f_jvp.residuals)
+    n_values = len(fwd.outputs) - n_res
+    sub: dict = dict(zip(tan.inputs[:n_res], fwd.outputs[n_values:]))
+    taken = {v.n for v in fwd.inputs} | {v.n for e in fwd.eqns for v in e.outputs}
+    fresh = iter(range(max(taken | {v.n for v in tan.vars.values()}) + 1, 1 << 62))
+
+    def new(v: Var) -> Var:
+        out = sub[v] = v if v.n not in taken else Var(next(fresh), v.aval)
+        return out
+
+    def renamed(x):
+        return sub.get(x, x) if type(x) is Var else x
+
+    tangent_inputs = [new(v) for v in tan.inputs[n_res:]]
+    tangent_eqns = [Eqn(e.prim, tuple(map(renamed, e.inputs)), e.params, tuple(map(new, e.outputs)), e.source,
+                        e.origin) for e in tan.eqns]
+    primal_eqns = [e for e in fwd.eqns if e.origin.kind not in TANGENT_KINDS]
+    hoisted = [e for e in fwd.eqns if e.origin.kind in TANGENT_KINDS]
+    made_at = {v: i for i, e in enumerate(primal_eqns) for v in e.outputs}
+    by_instance = sorted(hoisted + tangent_eqns, key=lambda e: made_at.get(e.origin.of, -1))
+    by_name = {name: v for v, name in zip(fwd.inputs, fwd.input_names)}
+    meta = {"mode": "forward", "n_tangents": len(tangent_inputs), "n_values": n_values,
+            "tangents": {t: by_name[name.removeprefix("t_")] for t, name in zip(tangent_inputs, tan.input_names[n_res:])},
+            "hoisted": {repr(e.outputs[0]) for e in hoisted}, "fallbacks": f_jvp.fallbacks}
+    out_names = pytree.leaf_paths(primal.out_tree, "out")
+    meta["output_names"] = out_names + [f"tangent {name}" for name, x in zip(out_names, fwd.outputs)
+                                        if x.aval.is_float]
+
+    def make(eqns) -> Tape:
+        return Tape(tuple(fwd.inputs) + tuple(tangent_inputs), tuple(primal_eqns + eqns),
+                    tuple(fwd.outputs[:n_values]) + tuple(map(renamed, tan.outputs)),
+                    input_names=tuple(fwd.input_names) + tuple(tan.input_names[n_res:]), meta=meta)
+    try:
+        tape = validate(make(by_instance))
+    except InvalidTapeError:       # a block reads a later one's value: show them as the linearization runs them
+        tape = make(hoisted + tangent_eqns)
+    position = {v: i for i, v in enumerate(fwd.inputs)}
+    leaves = primal.flatten_args(tuple(p if t is None else t for p, t in zip(primals, tangents)))
+    ts = [np.asarray(leaves[position[meta["tangents"][t]]], t.aval.dtype) for t in tangent_inputs]
+    env: dict = {}
+    with np.errstate(all="ignore"):          # NaN and Inf are shown, not warned about
+        eval_tape(tape, primal.flatten_args(tuple(primals)) + ts, env)
+    values = {repr(v): x for v, x in env.items()}
+    got = [env[x] if type(x) is Var else x.value for x in tape.outputs[n_values:]]
+    want = [t for t in pytree.flatten(expected)[0] if t is not None]
+    if not all(np.allclose(g, w, equal_nan=True) for g, w in zip(got, want)):
+        raise RuntimeError("the debugger's tape disagrees with ad.linearize's tangents (a bug in "
+                           "tapeviz.debugger.model.jvp_tape: please report it with the function)")
+    return tape, values
 
 
 class DebugModel:
     """State and precomputed structure of one debugging session (no widgets here).
 
-    gt: the gradient tape (``ad.grad_tape``); args: the arguments it was built at. ``values``
-    holds every variable's value by name, evaluated once.
+    gt: the gradient tape (``ad.grad_tape``), or in forward mode the tape of ``jvp_tape``;
+    args: the arguments it was built at. ``values`` holds every variable's value by name,
+    evaluated once (given, in forward mode: ``jvp_tape``'s).
     """
 
-    def __init__(self, gt, args):
+    def __init__(self, gt, args, values=None):
         self.gt = gt
         self.eqns = gt.eqns
-        with np.errstate(all="ignore"):          # NaN and Inf are shown, not warned about
-            self.values = values_of(gt, *args)
+        self.mode = gt.meta.get("mode", "reverse")
+        self.other_pass = "tangent pass" if self.mode == "forward" else "backward pass"
+        self.fallbacks = getattr(gt, "fallbacks", None) or gt.meta.get("fallbacks", ())
+        if values is None:
+            with np.errstate(all="ignore"):          # NaN and Inf are shown, not warned about
+                values = values_of(gt, *args)
+        self.values = values
         self.graph = to_networkx(gt, values=self.values)
         self.var_attrs = {n: d for n, d in self.graph.nodes(data=True)
                           if d["kind"] not in EQUATION_KINDS and d["kind"] != "constant"}
@@ -108,6 +199,7 @@ class DebugModel:
         self._starts = {g: [s.start for s in steps] for g, steps in self.steps.items()}
         self.rows, self.row_of_eqn = self._rows()
         self.cotangents = self._cotangents()
+        self.tangents = {d["tangent_of"]: n for n, d in self.var_attrs.items() if d.get("tangent_of")}
         self.residual_order = {r: k for k, r in enumerate(
             n for n, d in self.var_attrs.items() if d.get("residual"))}
         self.granularity = "pullback"
@@ -215,11 +307,12 @@ class DebugModel:
                     k = body.forward.index(step.start) + 1
                     text += f", equation {k} of {len(body.forward)}: {e.prim.name}"
             return text + (f" ({n} equations)" if n > 1 else "")
-        if step.kind == "pullback":
-            text = f"pullback of {step.of} ({step.rule})"
+        if step.kind in ("pullback", "pushforward"):
+            derived = e.origin.kind not in ("pushforward_vjp", "pushforward_frule")   # else say which
+            text = f"{step.kind} of {step.of} ({step.rule})" if derived else e.origin.describe()
             if n == 1:
                 block = [i for i in self.rows[self.row_of_eqn[step.start]].backward
-                         if self.eqns[i].origin.kind in BACKWARD_BLOCK]
+                         if self.eqns[i].origin.kind in RIGHT_BLOCKS]
                 if len(block) > 1:
                     text += f", equation {block.index(step.start) + 1} of {len(block)}: {e.prim.name}"
             return text + (f" ({n} equations)" if n > 1 else "")
@@ -323,7 +416,7 @@ class DebugModel:
         pullback block (where its wrong cotangents are made), else the equation itself."""
         row = self.rows[self.row_of_eqn[eqn]]
         if not self.eqns[eqn].origin.is_backward:
-            block = [i for i in row.backward if self.eqns[i].origin.kind in BACKWARD_BLOCK]
+            block = [i for i in row.backward if self.eqns[i].origin.kind in RIGHT_BLOCKS]
             if block:
                 return block[0]
         return eqn

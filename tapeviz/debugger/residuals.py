@@ -19,7 +19,7 @@ def residuals_html(model: DebugModel, listing: Listing, rows_each_side: int = 30
     steps that keep the same rows send the same markup."""
     table = model.residual_table()
     if not table:
-        return '<div class="tv-residuals tv-empty">The backward pass reads no forward value.</div>'
+        return f'<div class="tv-residuals tv-empty">The {model.other_pass} reads no forward value.</div>'
     step = model.step
     index = model.residual_order
     reads = [index[repr(x)] for e in model.eqns[step.start:step.stop] for x in e.inputs
@@ -52,6 +52,6 @@ def residuals_html(model: DebugModel, listing: Listing, rows_each_side: int = 30
     more = f" (rows {lo + 1}\u2013{hi} shown, around the cursor)" if hi - lo < len(table) else ""
     return (f'<div class="tv-residuals"{attr("data-count", len(table))}>'
             f'<div class="tv-caption">{len(table)} residuals, {total:,} bytes kept from the forward '
-            f'pass for the backward pass{more}; highlighted: live at the cursor</div>'
+            f'pass for the {model.other_pass}{more}; highlighted: live at the cursor</div>'
             '<table class="tv-table"><thead><tr><th>residual</th><th>shape</th><th>bytes</th><th>producer</th>'
             f'<th>consumers</th><th>lifetime</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>')

@@ -34,7 +34,7 @@ from .graph_pane import LEGEND, GraphPane
 from .inspector import inspector_html
 from .listing import Listing
 from .markup import static
-from .model import DebugModel
+from .model import DebugModel, jvp_tape
 from .residuals import residuals_html
 
 STATIC = Path(__file__).with_name("static")
@@ -73,11 +73,15 @@ class TapeDebugger(anywidget.AnyWidget):
     _legend = traitlets.Unicode(LEGEND).tag(sync=True)
 
     def __init__(self, f, args, argnums=0, *, rows: int = 40, graph_k: int = 2):
+        with np.errstate(all="ignore"):        # NaN and Inf are what one debugs: shown, not warned
+            self._start(f, args, argnums, DebugModel(ad.grad_tape(f, *args, argnums=argnums), args), rows, graph_k)
+
+    def _start(self, f, args, argnums, model: DebugModel, rows: int, graph_k: int) -> None:
         super().__init__()
         self.f, self.args, self.argnums = f, tuple(args), argnums
-        with np.errstate(all="ignore"):        # NaN and Inf are what one debugs: shown, not warned
+        with np.errstate(all="ignore"):
             self.primal = ad.trace(f, *args)
-            self.model = DebugModel(ad.grad_tape(f, *args, argnums=argnums), args)
+        self.model = model
         # the rules as they are now: a rule swapped later must not change what is shown
         self.rules = {e.prim: e.prim.rule for e in self.primal.eqns}
         self.listing_view = Listing(self.model, rows)
@@ -340,3 +344,35 @@ class TapeDebugger(anywidget.AnyWidget):
             self._dot = self.graph.dot()
             self._frame = self._frame_now()
 
+
+
+class JvpDebugger(TapeDebugger):
+    """Forward mode (``tapeviz.debug_jvp``): the linearization of ``f`` at ``primals`` along
+    ``tangents``, as ``ad.linearize`` builds it: the forward listing beside the tangent listing
+    (each primal equation's pushforward block in its row), stepping through the forward section
+    and then the pushforward blocks in forward order; the inspector shows a value beside its
+    tangent. Scripting and static pages are ``TapeDebugger``'s; the closure-versus-lifted panel
+    and ``run_checks`` are about pullbacks and belong to ``tapeviz.debug``."""
+
+    def __init__(self, f, primals, tangents, *, rows: int = 40, graph_k: int = 2):
+        self.tangents = tuple(tangents)
+        with np.errstate(all="ignore"):
+            tape, values = jvp_tape(f, primals, tangents)
+            argnums = tuple(i for i, t in enumerate(tangents) if t is not None)
+            self._start(f, primals, argnums, DebugModel(tape, primals, values=values), rows, graph_k)
+
+    def comparison(self, name: str | None = None):
+        return None
+
+    def closure_panel(self, name: str | None = None) -> str:
+        return ('<div class="tv-closure-panel" data-instance="">Forward mode: the pushforwards are derived '
+                'from the lifted pullbacks (docs/forward.md). Compare a rule\'s closure and lifted pullbacks '
+                'in tapeviz.debug(f, *args); ad.check(f, *args) checks jvp against vjp.</div>')
+
+    def run_checks(self, **options):
+        message = ("the forward-mode debugger pins no check results yet: ad.check's findings name the "
+                   "gradient tape's equations; run them in tapeviz.debug(f, *args) (ad.check also "
+                   "checks jvp against vjp there)")
+        self._checks = {**NO_CHECKS, "state": "error", "summary": message}
+        self._frame = self._frame_now()
+        raise NotImplementedError(message)
