@@ -14,8 +14,8 @@ imported by the first ``debug`` call or use of ``TapeDebugger``.
 from .collapse import collapse
 from .draw import scene, to_graphviz
 from .export import export, listing
-from .graph import (Residual, annotate, backward, forward, neighbourhood, pullback_block, residuals,
-                    summarize, to_networkx, values_of)
+from .graph import (Residual, annotate, backward, forward, neighbourhood, pullback_block, pushforward_block,
+                    residuals, summarize, to_networkx, values_of)
 from .labels import primitive_colour
 from .render import RenderError, RendererNotFound, render
 
@@ -23,7 +23,7 @@ __all__ = [
     # the model
     "to_networkx", "values_of", "annotate", "summarize",
     # queries
-    "forward", "backward", "pullback_block", "residuals", "Residual", "neighbourhood", "collapse",
+    "forward", "backward", "pullback_block", "pushforward_block", "residuals", "Residual", "neighbourhood", "collapse",
     # drawing and files
     "to_graphviz", "scene", "primitive_colour", "export", "listing", "render",
     "RenderError", "RendererNotFound",
