@@ -471,7 +471,9 @@ def _topk(n, x, k=None):
     k = n.attr("k") if n.opset < 10 else n.ints(k, "k")[0]
     axis = _axis(n.attr("axis", -1), np.ndim(x))
     largest, _ = n.attr("largest", 1), n.attr("sorted", 1)     # always sorted: a valid order
-    order = np.argsort(-x if largest else x, axis=axis, kind="stable")
+    dt = np.result_type(x)
+    flipped = np.iinfo(dt).max - x if np.issubdtype(dt, np.unsignedinteger) else -x
+    order = np.argsort(flipped if largest else x, axis=axis, kind="stable")
     idx = np.take(order, np.arange(k), axis=axis)
     return np.take_along_axis(x, idx, axis=axis), _int64(idx)
 
@@ -483,6 +485,8 @@ def _cumsum(n, x, axis):
     if reverse:
         x = np.flip(x, axis)
     y = np.cumsum(x, axis=axis)
+    if np.result_type(y) != np.result_type(x):       # numpy widens small integers
+        y = y.astype(np.result_type(x))
     if exclusive:
         y = y - x
     return np.flip(y, axis) if reverse else y
@@ -726,8 +730,8 @@ def _dropout(n, x, ratio=None, training=None):
         if n.opset < 7 and not n.attr("is_test", 0):
             raise n.error("training-mode Dropout (is_test=0) is not supported: export the model for inference")
     n.attr("seed", None)     # only used in training mode
-    if training is not None and bool(n.static(training, "training_mode")) and \
-            (ratio is None or float(n.static(ratio, "ratio")) != 0):
+    zero = ratio is not None and not isinstance(ratio, Tracer) and float(ratio) == 0
+    if training is not None and bool(n.static(training, "training_mode")) and not zero:
         raise n.error("training-mode Dropout is not supported: export the model for inference")
     return x, np.ones(np.shape(x), np.bool_)
 
@@ -1001,8 +1005,12 @@ class OnnxProgram:
         self.output_names = tuple(o.name for o in graph.output)
         self.inputs = self._example_inputs(graph, inputs)
         self.nodes = _sorted_nodes(graph, set(self.input_names) | set(inits))
-        for node in self.nodes:
-            self._decl(node)      # unknown ops are refused at import, before anything runs
+        for node in self.nodes:   # unknown ops and subgraphs are refused before anything runs
+            self._decl(node)
+            for a in node.attribute:
+                if a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS):
+                    raise OnnxImportError(f"node {node.name!r} ({node.op_type}): attribute {a.name!r} is a "
+                                          "subgraph (GRAPH); control flow is not supported")
         self._tape = None
 
     def _decl(self, node: onnx.NodeProto) -> OpDecl:
@@ -1040,7 +1048,7 @@ class OnnxProgram:
             dims = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
             if value is None:
                 if not tt.HasField("shape") or None in dims:
-                    names = [d.dim_param or "?" for d in tt.shape.dim] if tt.HasField("shape") else "unknown"
+                    names = [d.dim_param or d.dim_value or "?" for d in tt.shape.dim] if tt.HasField("shape") else "unknown"
                     raise OnnxImportError(f"{where} has dynamic shape {names}: pass inputs= (arrays or shapes) "
                                           "to fix it")
                 value = np.ones(check_shape(dims, where), dtype)

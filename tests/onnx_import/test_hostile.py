@@ -1,0 +1,162 @@
+"""Hostile and broken models: each is refused with an OnnxImportError naming the cause, before
+anything runs. Cost: < 1 s."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+import ad  # noqa: E402
+from ad.onnx.importer import OnnxImportError  # noqa: E402
+
+
+def model(nodes, inputs=(("x", [2, 3]),), outputs=("y",), initializers=(), opset=18, **kw):
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outputs], list(initializers))
+    return helper.make_model(graph, opset_imports=[helper.make_operatorsetid("", opset)], **kw)
+
+
+def raw_tensor(name, dims, data: bytes):
+    t = TensorProto(name=name, data_type=TensorProto.FLOAT, dims=dims)
+    t.raw_data = data
+    return t
+
+
+def refused(m, match, **kw):
+    with pytest.raises(OnnxImportError, match=match):
+        ad.from_onnx(m, **kw)
+
+
+def test_unknown_op_names_op_node_and_domain():
+    refused(model([helper.make_node("FancyOp", ["x"], ["y"], name="n1", domain="com.evil")]),
+            r"node 'n1': op 'FancyOp' of domain 'com.evil' is not supported")
+    refused(model([helper.make_node("Frobnicate", ["x"], ["y"], name="n2")]),
+            r"'Frobnicate' of domain 'ai.onnx'")
+
+
+def test_unread_attribute_is_refused_not_dropped():
+    m = model([helper.make_node("Relu", ["x"], ["y"], name="r", bogus=3)])
+    with pytest.raises(OnnxImportError, match=r"attributes \['bogus'\] are not supported"):
+        ad.from_onnx(m)(np.ones((2, 3), np.float32))
+
+
+def test_subgraph_attribute_is_refused():
+    body = helper.make_graph([], "b", [], [])
+    m = model([helper.make_node("Relu", ["x"], ["y"], name="r", body=body)])
+    refused(m, r"'body' is a subgraph \(GRAPH\); control flow is not supported")
+
+
+def test_cycle_is_refused():
+    m = model([helper.make_node("Relu", ["b"], ["a"], name="first"),
+               helper.make_node("Relu", ["a"], ["b"], name="second"),
+               helper.make_node("Add", ["x", "a"], ["y"], name="out")])
+    refused(m, "cycle through")
+
+
+def test_undefined_value_and_double_definition():
+    refused(model([helper.make_node("Add", ["x", "ghost"], ["y"], name="a")]), "reads 'ghost'")
+    refused(model([helper.make_node("Relu", ["x"], ["y"]), helper.make_node("Relu", ["x"], ["y"])]),
+            "defined twice")
+
+
+def test_dynamic_shape_needs_inputs():
+    m = model([helper.make_node("Relu", ["x"], ["y"])], inputs=(("x", ["batch", 3]),))
+    refused(m, r"dynamic shape \['batch', 3\]: pass inputs=")
+    assert ad.from_onnx(m, inputs=[(4, 3)]).tape.inputs[0].aval.shape == (4, 3)
+
+
+def test_data_dependent_shape_is_refused():
+    """Reshape to a shape computed from input values (not from its shape)."""
+    m = model([helper.make_node("Cast", ["x"], ["s"], to=TensorProto.INT64),
+               helper.make_node("Reshape", ["x", "s"], ["y"], name="rs")], inputs=(("x", [2]),))
+    with pytest.raises(OnnxImportError, match=r"'rs' \(Reshape.*shape depends on the model's inputs"):
+        ad.from_onnx(m).tape
+
+
+def test_absurd_sizes():
+    refused(model([helper.make_node("Relu", ["x"], ["y"])], inputs=(("x", [1 << 20, 1 << 20]),)), "refused")
+    shape = numpy_helper.from_array(np.array([1 << 30, 1 << 30], np.int64), "s")
+    m = model([helper.make_node("ConstantOfShape", ["s"], ["c"], name="big"),
+               helper.make_node("Add", ["x", "c"], ["y"])], initializers=[shape])
+    with pytest.raises(OnnxImportError, match="'big'.*refused"):
+        ad.from_onnx(m).tape
+    w = raw_tensor("w", [1 << 40], b"")
+    refused(model([helper.make_node("Add", ["x", "w"], ["y"])], initializers=[w]), "refused")
+
+
+def test_raw_data_of_the_wrong_size():
+    w = raw_tensor("w", [3], b"\0" * 8)
+    refused(model([helper.make_node("Add", ["x", "w"], ["y"])], initializers=[w]), "raw_data holds 8 bytes")
+
+
+def test_malformed_protobuf(tmp_path):
+    path = tmp_path / "m.onnx"
+    path.write_bytes(b"\x0a\xff\xff\xff\xff garbage")
+    refused(str(path), "not a valid ONNX protobuf")
+    refused(b"", "has no graph")
+
+
+def test_unsupported_dtype():
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.STRING, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.STRING, [2])])
+    refused(helper.make_model(graph), "element type STRING is not supported")
+
+
+def _external_model(tmp_path, location):
+    w = numpy_helper.from_array(np.ones(3, np.float32), "w")
+    w.ClearField("raw_data")
+    w.data_location = TensorProto.EXTERNAL
+    w.external_data.add(key="location", value=location)
+    m = model([helper.make_node("Add", ["x", "w"], ["y"])], inputs=(("x", [3]),), initializers=[w])
+    path = tmp_path / "model" / "m.onnx"
+    path.parent.mkdir()
+    path.write_bytes(m.SerializeToString())
+    return path
+
+
+def test_external_data_outside_the_folder(tmp_path):
+    (tmp_path / "secret.bin").write_bytes(np.ones(3, np.float32).tobytes())
+    refused(_external_model(tmp_path, "../secret.bin"), "outside the model's folder")
+    (tmp_path / "b").mkdir()
+    refused(_external_model(tmp_path / "b", "/etc/passwd"), "outside the model's folder")
+
+
+def test_external_data_inside_the_folder_is_read(tmp_path):
+    path = _external_model(tmp_path, "w.bin")
+    (path.parent / "w.bin").write_bytes(np.full(3, 2, np.float32).tobytes())
+    prog = ad.from_onnx(path)
+    assert np.array_equal(prog(np.ones(3, np.float32)), np.full(3, 3, np.float32))
+    (path.parent / "w.bin").write_bytes(b"\0" * 4)
+    refused(path, "does not fit")
+
+
+def test_external_data_on_a_model_without_path(tmp_path):
+    path = _external_model(tmp_path, "w.bin")
+    refused(onnx.load(str(path), load_external_data=False), "external data was not loaded")
+
+
+def test_training_dropout_and_missing_opset():
+    m = model([helper.make_node("Dropout", ["x", "r", "t"], ["y"], name="d")],
+              initializers=[numpy_helper.from_array(np.array(0.5, np.float32), "r"),
+                            numpy_helper.from_array(np.array(True), "t")])
+    with pytest.raises(OnnxImportError, match="training-mode Dropout"):
+        ad.from_onnx(m).tape
+    m = model([helper.make_node("Relu", ["x"], ["y"])])
+    del m.opset_import[:]
+    refused(m, "imports no default")
+
+
+def test_loading_runs_nothing_from_the_file():
+    """A model-local function is not expanded or run: the node naming it is an unknown op."""
+    fn = helper.make_function("local", "Evil", ["a"], ["b"], [helper.make_node("Relu", ["a"], ["b"])],
+                              [helper.make_operatorsetid("", 18)])
+    graph = helper.make_graph([helper.make_node("Evil", ["x"], ["y"], name="e", domain="local")], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    m = helper.make_model(graph, functions=[fn], opset_imports=[helper.make_operatorsetid("", 18),
+                                                                helper.make_operatorsetid("local", 1)])
+    refused(m, "model-local functions are not expanded")
