@@ -9,9 +9,10 @@ declarations they are derived with.
   made of the rule's own pullback) passes the dot-product test ``<v, f(u)> == <T v, u>``.
 - ``forward.frule``: a hand-written ``@ad.frule`` gives the pushforward derived from the rrule
   (and the same primal); finite differences say which of the two is wrong.
-- ``forward.jvp``: ``<J u, v>`` with ``J u`` from the pushforward forward mode uses equals
+- ``fd.jvp``: ``<J u, v>`` with ``J u`` from the pushforward forward mode uses equals
   ``<u, J^T v>`` from the pullback, and ``J u`` equals finite differences (at a kink: lies between
-  the one-sided derivatives). ``program.jvp`` runs ``compare_jvp`` on a whole program.
+  the one-sided derivatives). It is a finite-difference check (its severity is the ``fd``
+  group's). ``program.jvp`` runs ``compare_jvp`` on a whole program.
 
 Each draws from a generator of its own (``rng``), so the other checks' numbers do not move.
 """
@@ -206,10 +207,11 @@ def _frule(ctx):
             f"{ctx.opts.directions} tangent(s)", source=where)
 
 
-def compare_jvp(fn, jvp, pullback, xs, wrt, *, domains, rng, directions, rtol, what) -> Verdict:
+def compare_jvp(fn, jvp, pullback, xs, wrt, *, domains, rng, directions, rtol, what,
+                back="the pullback") -> Verdict:
     """``<J u, v>`` from ``jvp(us) -> output tangents`` against ``<u, J^T v>`` from
     ``pullback(vs) -> one cotangent or None per input``, and ``J u`` against finite differences
-    of ``fn(*xs) -> outputs`` along the inputs ``wrt``. ``what`` names the pushforward."""
+    of ``fn(*xs) -> outputs`` along the inputs ``wrt``. ``what`` and ``back`` name the two."""
     xs = list(xs)
     y0 = fn(*xs)
     sub = [as64(xs[i]) for i in wrt]
@@ -234,10 +236,10 @@ def compare_jvp(fn, jvp, pullback, xs, wrt, *, domains, rng, directions, rtol, w
         if abs(lhs - rhs) > rtol * scale:
             side = ""
             if est.converged:
-                side = ("; finite differences side with the pullback: the pushforward is wrong"
+                side = (f"; finite differences side with {back}: {what} is wrong"
                         if abs(row["fd"] - rhs) < abs(row["fd"] - lhs) else
-                        "; finite differences side with the pushforward: the pullback is wrong")
-            return Verdict("fail", f"<J u, v> = {lhs:.6g} from {what} but <u, J^T v> = {rhs:.6g} from the pullback: "
+                        f"; finite differences side with {what}: {back} is wrong")
+            return Verdict("fail", f"<J u, v> = {lhs:.6g} from {what} but <u, J^T v> = {rhs:.6g} from {back}: "
                            f"they are not each other's transpose (finite differences {row['fd']:.6g}){side}", numbers)
         size = max(float(np.max(np.abs(est.value), initial=0.0)), float(np.max(np.abs(ju), initial=0.0)))
         if est.converged and np.all(np.abs(ju - est.value) <= rtol * max(size, 1e-300) + np.abs(est.delta) + est.noise):
@@ -254,19 +256,21 @@ def compare_jvp(fn, jvp, pullback, xs, wrt, *, domains, rng, directions, rtol, w
         if np.all((lo <= ju) & (ju <= hi)):
             continue
         k = int(np.argmax(np.maximum(lo - ju, ju - hi)))
-        agree = "; the pullback agrees with it (<J u, v> == <u, J^T v>): the rule itself is wrong, see fd.dot_product"
+        fd = (f"{dp.value[k]:.6g}" if row["point"] == "smooth" else
+              f"between the one-sided {dm.value[k]:.6g} and {dp.value[k]:.6g}")
+        agree = f"; {back} agrees with it (<J u, v> == <u, J^T v>): the rule itself is wrong, see fd.dot_product"
         return Verdict("fail", f"J u from {what} differs from finite differences at a {row['point']} point: "
-                       f"element {k} of the flattened outputs is {ju[k]:.6g}, finite differences "
-                       f"[{dp.value[k]:.6g}, {dm.value[k]:.6g}]" + agree, {**numbers, "worst_element": k})
+                       f"element {k} of the flattened outputs is {ju[k]:.6g}, finite differences {fd}" + agree,
+                       {**numbers, "worst_element": k})
     kinks = sum(r["point"] == "kink" for r in rows)
     return Verdict("pass", f"<J u, v> == <u, J^T v> and J u == finite differences over {directions} "
                    f"direction(s) (rtol {rtol:g})" + (f"; {kinks} at a kink, within the one-sided derivatives"
                                                       if kinks else ""), {"rtol": rtol, "directions": rows})
 
 
-@check("forward.jvp")
+@check("fd.jvp")
 def _jvp(ctx):
-    name, case = "forward.jvp", ctx.case
+    name, case = "fd.jvp", ctx.case
     if not any(case.diff):
         ctx.add(name, "skipped", "no traced float operand to push a tangent through")
         return

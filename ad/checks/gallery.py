@@ -17,7 +17,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..primitives import BY_FUNCTION, REGISTRY
+from ..primitives import BY_FUNCTION, REGISTRY, lookup
 from ..rrule import primitive, using_rule
 from ..tangents import NoTangent, ZeroTangent
 from .program import check
@@ -29,7 +29,8 @@ class WrongRule:
     """``rule`` is registered on ``target`` (and each (primitive, rule) of ``also``) while
     ``check_rule(target, *args())`` runs, or ``check(program, *args())`` when a program is
     given. ``register=False`` passes the rule instead (it cannot be registered: that is the
-    bug). ``check`` is the check designed to catch it; ``expect`` its status."""
+    bug). ``frule``: a pushforward registered on ``target`` too (``@ad.frule``). ``check`` is
+    the check designed to catch it; ``expect`` its status."""
     name: str
     bug: str
     check: str
@@ -41,6 +42,7 @@ class WrongRule:
     register: bool = True
     expect: str = "fail"
     options: tuple = ()
+    frule: Callable | None = None
 
     def run(self, **options):
         options = {**options, **dict(self.options)}     # what the entry needs to show its bug
@@ -48,11 +50,23 @@ class WrongRule:
             stack.enter_context(_registered())
             for target, rule in ((self.target, self.rule),) * self.register + self.also:
                 stack.enter_context(using_rule(target, rule))
+            if self.frule is not None:
+                stack.enter_context(_using_frule(self.target, self.frule))
             if self.program is not None:
                 return check(self.program, *self.args(), **options)
             if self.register:
                 return check_rule(self.target, *self.args(), **options)
             return check_rule(self.target, *self.args(), rule=self.rule, **options)
+
+
+@contextlib.contextmanager
+def _using_frule(target, frule):
+    prim = lookup(target)
+    before, prim.frule = prim.frule, frule
+    try:
+        yield
+    finally:
+        prim.frule = before
 
 
 def _x(shape=(4,), dtype=np.float64, seed=0):
@@ -73,9 +87,9 @@ def _z(shape=(4,), dtype=np.complex128, seed=0):
 _PRIMITIVES: list = []
 
 
-def _primitive(name, complex_rule=False):
+def _primitive(name, complex_rule=False, linear_in=()):
     def make(f):
-        wrapper = primitive(name=f"gallery.{name}", complex_rule=complex_rule)(f)
+        wrapper = primitive(name=f"gallery.{name}", complex_rule=complex_rule, linear_in=linear_in)(f)
         _PRIMITIVES.append(wrapper.primitive)
         return wrapper
     return make
@@ -308,6 +322,34 @@ def _nan_at_zero(x):
     return y, lambda dy: (dy * x / y,)                 # 0/0 at x = 0 (a finite input)
 
 
+# -- forward mode: hand-written pushforwards and linearity declarations --------------------------
+
+def _cube_rule_right(x):
+    return cube(x), lambda dy: (3 * x * x * dy,)
+
+
+def _cube_frule_sign(x):
+    return cube(x), lambda dx: -3 * x * x * dx         # d(x^3) = 3 x^2 dx: the sign is wrong
+
+
+def _scale_rule(x, s):
+    return scale(x, s), lambda dy: (dy * s, np.sum(dy * x))
+
+
+def _scale_frule_one_term(x, s):
+    return scale(x, s), lambda dx, ds: dx * s          # d(x s) = dx s + x ds: x ds is forgotten
+
+
+@_primitive("exp_declared_linear", linear_in=(0,))
+def exp_declared_linear(x):                            # exp is not linear: the declaration is false
+    return np.exp(x)
+
+
+def _exp_declared_linear_rule(x):
+    y = exp_declared_linear(x)
+    return y, lambda dy: (dy * y,)
+
+
 # -- complex numbers: the convention is g = dL/dx - i dL/dy, holomorphic f pulls back g * f'(z) --
 
 @_primitive("abs", complex_rule=True)
@@ -430,6 +472,16 @@ _ENTRIES = [
               _wrong_sign, _x(), program=lambda x: np.sum(np.exp(np.sin(x)) * x)),
     WrongRule("opaque fallback", "a rule that cannot be lifted runs as a closure", "program.fallbacks", np.sin,
               _unliftable, _x(), program=lambda x: np.sum(np.sin(x)), expect="warn"),
+    WrongRule("frule with a sign error", "a hand-written pushforward of the cube gives -3 x^2 dx",
+              "forward.frule", cube, _cube_rule_right, _x(), frule=_cube_frule_sign),
+    WrongRule("frule forgetting a term", "the pushforward of x * s gives dx * s, without x * ds",
+              "forward.frule", scale, _scale_rule, lambda: (np.arange(1.0, 4.0), np.float64(2.0)),
+              frule=_scale_frule_one_term),
+    WrongRule("false linearity declaration", "exp declared linear_in=(0,): its transpose and derived "
+              "pushforward would be wrong", "forward.linear", exp_declared_linear, _exp_declared_linear_rule, _x()),
+    WrongRule("frule with a sign error in a program", "forward mode through a wrong frule, end to end",
+              "program.jvp", cube, _cube_rule_right, _x(), program=lambda x: np.sum(cube(x) * x),
+              frule=_cube_frule_sign),
     WrongRule("forgotten conj in abs", "abs's pullback written g * z / |z| (ad's is g * conj(z) / |z|)",
               "fd.dot_product", cabs, _abs_without_conj, _z()),
     WrongRule("forgotten conj in conj", "conj's pullback written g (it is conj(g)): complex-linear for a "

@@ -73,7 +73,8 @@ def _jvp(p: ProgramRecord) -> Verdict:
         touts = eval_tape(lin.tangent, list(residuals) + list(us))
         return [None if s < 0 else touts[s] for s in lin.tangent_slots]
     v = compare_jvp(fn, jvp, pullback, p.values, p.wrt, domains=domains, rng=p.rng("program.jvp"),
-                    directions=p.opts.directions, rtol=fd_rtol(dtypes), what="the tangent tape")
+                    directions=p.opts.directions, rtol=fd_rtol(dtypes), what="the tangent tape",
+                    back="the gradient tape")
     if v.status == "fail":      # the equation to look at: the culprit, if the rule checks found one
         v.equation, v.source = (p.culprit.equation, p.culprit.source) if p.culprit else (None, p.source)
         if p.culprit:

@@ -27,8 +27,9 @@ class CheckFailure(AssertionError):
     ...     ad.check_rule(np.sin, np.ones(3), raise_on_failure=True)
     Traceback (most recent call last):
     ...
-    ad.checks.report.CheckFailure: check_rule sin: 1 check(s) failed (seed 0)
+    ad.checks.report.CheckFailure: check_rule sin: 2 check(s) failed (seed 0)
       fd.dot_product: <J u, v> = ... from the pullback (the opposite sign), at a smooth point; ...
+      fd.jvp: J u from the pushforward derived from the pullback differs from finite differences ...
     """
 
     def __init__(self, report: "Report"):
@@ -186,7 +187,7 @@ class RuleReport(Report):
     >>> report.primitive, report.ok, report["algebra.zero"].status
     ('tanh', True, 'pass')
     >>> report.summary()
-    '23 passed, 0 failed, 0 warnings, 6 skipped (seed 0)'
+    '24 passed, 0 failed, 0 warnings, 9 skipped (seed 0)'
     """
     primitive: str | None = None
 
@@ -201,7 +202,7 @@ class ProgramReport(Report):
     >>> report.ok, [r.primitive for r in report.equations], report.culprit
     (True, ['sin', 'power', 'sum'], None)
     >>> report.to_dict()["counts"]
-    {'pass': 12, 'fail': 0, 'warn': 0, 'skipped': 1}
+    {'pass': 13, 'fail': 0, 'warn': 0, 'skipped': 1}
     """
     equations: list[RuleReport] = field(default_factory=list)
     culprit: RuleReport | None = None

@@ -44,7 +44,7 @@ RULE_CHECKS = (
      "test <v, f(u)> == <T v, u>", False),
     ("forward.frule", "a hand-written @ad.frule equals the pushforward derived from the rrule", False),
     ("fd.dot_product", "<J u, v> == <u, J^T v> by converged finite differences; subgradient bracket at kinks", True),
-    ("forward.jvp", "<J u, v> with J u from the pushforward forward mode uses (derived from the pullback, or the "
+    ("fd.jvp", "<J u, v> with J u from the pushforward forward mode uses (derived from the pullback, or the "
      "frule) equals <u, J^T v> from the pullback, and J u equals finite differences", True),
     ("complex.holomorphic", "complex operands: holomorphic by finite differences (J(i u) == i J(u)) exactly when "
      "the pullback is complex-linear (pullback(i v) == i pullback(v))", True),
