@@ -248,11 +248,7 @@ def vjp(f, *args):
     >>> pullback(np.ones(3))
     (array([2., 2., 2.]),)
     """
-    nargs = len(args)
-    primal = _trace(f, args, tuple(range(nargs)))
-    wrt, grad_tree, slots = _wrt(primal, tuple(range(nargs)), nargs)
-    gt = build(primal, _values(primal, args), wrt, seed="input", grad_tree=grad_tree, grad_slots=slots)
-    fwd, bwd = partition(gt)
+    primal, gt, fwd, bwd, grad_tree, slots = vjp_tapes(f, args, tuple(range(len(args))))
     out = eval_tape(fwd, primal.flatten_args(args))      # tracers of an enclosing trace, if any
     n = gt.n_values
     residual_values = out[n:]
@@ -269,3 +265,13 @@ def vjp(f, *args):
         return tuple(pytree.unflatten(grad_tree, leaves))
     pullback.tape = gt
     return y, pullback
+
+
+def vjp_tapes(f, args, argnums: tuple):
+    """What ``vjp`` builds: the primal tape, its gradient tape seeded by an input cotangent, that
+    split into forward (inputs -> outputs, residuals) and backward (residuals, cotangents ->
+    gradients) tapes, the gradients' structure and slots (``jacrev`` caches them)."""
+    primal = _trace(f, args, argnums)
+    wrt, grad_tree, slots = _wrt(primal, argnums, len(args))
+    gt = build(primal, _values(primal, args), wrt, seed="input", grad_tree=grad_tree, grad_slots=slots)
+    return (primal, gt) + partition(gt) + (grad_tree, slots)

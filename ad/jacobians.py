@@ -16,11 +16,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from dataclasses import dataclass
+
 from . import pytree
-from .api import _argnums_tuple, grad, trace, vjp
-from .cache import function_cache, signature
+from .api import _argnums_tuple, grad, trace, vjp_tapes
+from .cache import TapeCache, function_cache, signature
+from .codegen import compile_tape
 from .errors import NonDifferentiableError
 from .forward import FORMS, jvp, linearize, linearize_with
+from .passes import optimize as run_passes
+from .tape import Tape, eval_tape
 
 
 def _is_complex(x) -> bool:
@@ -114,32 +119,58 @@ def _no_tangent(cols, i) -> bool:
     return not cols or cols[0][i] is None
 
 
-def jacrev(f, argnums=0, *, holomorphic: bool = False):
+@dataclass(frozen=True)
+class _VjpTapes:
+    """One trace of ``f`` for ``jacrev``: the primal tape, its forward and backward tapes."""
+    primal: Tape
+    fwd: Tape
+    bwd: Tape
+    grad_tree: object
+    slots: list
+
+    @property
+    def captures(self):
+        return self.primal.captures
+
+
+def jacrev(f, argnums=0, *, form: str = "lifted", holomorphic: bool = False, max_traces: int = 8):
     """The Jacobian of ``f`` by reverse mode: one vjp, its pullback run once per element of the
-    outputs. Cheap for many inputs and few outputs (wide Jacobians). A complex output needs
-    ``holomorphic=True`` (of a real input: use ``jacfwd``).
+    outputs. Cheap for many inputs and few outputs (wide Jacobians). Its tapes are cached per
+    argument signature under their guards, as ``ad.grad``'s; ``form``: "lifted" or "compiled"
+    (the backward tape as numpy source). A complex output needs ``holomorphic=True`` (of a
+    real input: use ``jacfwd``).
 
     >>> ad.jacrev(lambda x: np.sum(x ** 2, keepdims=True))(np.arange(3.0))
     array([[0., 2., 4.]])
     """
+    if form not in ("lifted", "compiled"):
+        raise ValueError(f"jacrev form={form!r}: choose 'lifted' or 'compiled'")
+    cache = TapeCache(max_traces)
+
     def jacrev_f(*args):
         nums, tree, (in_leaves, in_tree) = _diff(args, argnums)
         _refuse_complex_inputs(in_leaves, holomorphic, "jacrev")
 
-        def of_diff(*xs):
-            new = list(args)
-            for k, x in zip(nums, xs):
-                new[k] = x
-            return f(*new)
-        y, pullback = vjp(of_diff, *(args[k] for k in nums))
-        out_leaves, out_tree = pytree.flatten(y)
-        if not holomorphic and any(_is_complex(v) for v in out_leaves):
+        def new_tape(args):
+            primal, _, fwd, bwd, grad_tree, slots = vjp_tapes(f, args, nums)
+            return _VjpTapes(primal, run_passes(fwd), run_passes(bwd), grad_tree, slots)
+
+        def run(entry, args, leaves):
+            t = entry.tape
+            out = eval_tape(t.fwd, t.primal.flatten_args(args))
+            n = len(t.primal.outputs)
+            if form == "compiled" and entry.compiled is None:
+                entry.compiled = compile_tape(t.bwd)
+            pull = entry.compiled.call_flat if form == "compiled" else (lambda flat: eval_tape(t.bwd, flat))
+            return t, out[:n], out[n:], pull
+        t, ys, residuals, pull = cache.call(args, new_tape, run)
+        if not holomorphic and any(_is_complex(v) for v in ys):
             raise NonDifferentiableError(
                 "ad.jacrev of a complex output of real inputs: a cotangent sees only the real part; "
                 "use ad.jacfwd (or holomorphic=True for a holomorphic f)")
-        zeros = [np.zeros(np.shape(v), np.result_type(v.value if hasattr(v, "value") else v)) for v in out_leaves]
-        rows = []           # per output leaf: per row, the cotangent leaves of the inputs
-        for i, v in enumerate(out_leaves):
+        zeros = [np.zeros(np.shape(v), np.result_type(v.value if hasattr(v, "value") else v)) for v in ys]
+        rows = []           # per output leaf: per row, the gradient leaves
+        for i, v in enumerate(ys):
             if not _is_float(v):
                 rows.append(None)
                 continue
@@ -147,28 +178,32 @@ def jacrev(f, argnums=0, *, holomorphic: bool = False):
             for e in _basis(v):
                 ct = list(zeros)
                 ct[i] = e
-                g = pullback(pytree.unflatten(out_tree, ct))
-                rs.append(pytree.flatten(g[0] if isinstance(argnums, int) else tuple(g))[0])
+                grads = pull(list(residuals) + ct)
+                rs.append([None if s < 0 else grads[s] for s in t.slots])
             rows.append(rs)
 
         def block(i, j):
             if rows[i] is None or not rows[i] or rows[i][0][j] is None:
                 return None
-            return np.stack([np.asarray(r[j]) for r in rows[i]]).reshape(
-                np.shape(out_leaves[i]) + np.shape(in_leaves[j]))
-        return _assemble(out_leaves, out_tree, in_leaves, in_tree, block)
+            return np.stack([np.asarray(r[j]) for r in rows[i]]).reshape(np.shape(ys[i]) + np.shape(in_leaves[j]))
+        return _assemble(ys, t.primal.out_tree, in_leaves, in_tree, block)
+    jacrev_f.cache_info = cache.info
     return jacrev_f
 
 
-def jacobian(f, argnums=0, *, holomorphic: bool = False):
+def jacobian(f, argnums=0, *, form: str = "lifted", holomorphic: bool = False):
     """The Jacobian of ``f``, by ``jacfwd`` when the differentiated inputs have no more elements
     than the outputs (or an output is complex and the inputs real), else by ``jacrev``. The
-    output size is found by tracing ``f`` once per argument signature.
+    output size is found by tracing ``f`` once per argument signature. ``form``: "lifted" or
+    "compiled".
 
     >>> ad.jacobian(lambda x: np.outer(x, x))(np.ones(2)).shape
     (2, 2, 2)
     """
-    fwd, rev = jacfwd(f, argnums, holomorphic=holomorphic), jacrev(f, argnums, holomorphic=holomorphic)
+    if form not in ("lifted", "compiled"):
+        raise ValueError(f"jacobian form={form!r}: choose 'lifted' or 'compiled'")
+    fwd = jacfwd(f, argnums, form=form, holomorphic=holomorphic)
+    rev = jacrev(f, argnums, form=form, holomorphic=holomorphic)
     sizes: dict = {}
 
     def jacobian_f(*args):

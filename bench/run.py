@@ -14,7 +14,8 @@ from bench.common import machine
 
 BENCHES = {"mlp": "bench.bench_mlp", "smallops": "bench.bench_smallops", "chain": "bench.bench_chain",
            "cnn": "bench.bench_cnn", "graph": "bench.bench_graph", "widget": "bench.bench_widget",
-           "guards": "bench.bench_guards", "fft": "bench.bench_fft"}
+           "guards": "bench.bench_guards", "fft": "bench.bench_fft",
+           "forward": "bench.bench_forward"}
 
 
 def main(argv: list[str]) -> None:

@@ -4,13 +4,14 @@ autograd's tests import ``autograd.numpy as np`` and differentiate with ``autogr
 ``autograd.test_util.check_grads``. ``installed()`` puts modules in ``sys.modules`` under those
 names: ``autograd.numpy`` *is* plain numpy (the code under test is then plain numpy code, which is
 what ``ad`` traces), ``autograd.scipy.*`` is plain scipy, and the differential operators are
-written here on ``ad.grad``, ``ad.value_and_grad`` and ``ad.vjp``. Forward mode has no
-counterpart (``ForwardModeUnavailable``); autograd's internals (``vspace``, boxes, ``const_graph``)
-are not mapped, so importing them fails with ImportError, and its VJP table is an empty dict.
+written here on ``ad.grad``, ``ad.value_and_grad``, ``ad.vjp`` and, for forward mode
+(``make_jvp``, ``deriv``, ``jacobian``, ``hessian``, ``defjvp``), ``ad.jvp``, ``ad.jacobian``,
+``ad.hessian`` and ``ad.frule``. autograd's internals (``vspace``, boxes, ``const_graph``) are not
+mapped, so importing them fails with ImportError, and its VJP table is an empty dict.
 
-``check_grads`` follows autograd's algorithm and messages (a VJP against a numerical JVP along
-random directions, then the same check on the VJP itself for ``order=2``); a ``"fwd"`` mode is
-checked through reverse mode, which computes the same derivative.
+``check_grads`` follows autograd's algorithm and messages: for mode ``"fwd"`` a JVP against a
+numerical JVP, for ``"rev"`` a VJP against it along random directions, then for ``order=2`` the
+same checks on the JVP and the VJP themselves.
 """
 from __future__ import annotations
 
@@ -30,18 +31,6 @@ from ad import pytree
 from ad.tracer import Tracer
 
 TOL = RTOL = EPS = 1e-6       # autograd.test_util's tolerances and step
-
-
-class ForwardModeUnavailable(Exception):
-    """autograd's forward mode (make_jvp, deriv, defjvp) has no counterpart in ad. Not a
-    NotImplementedError: a test expecting that from a missing JVP must not pass by accident."""
-
-
-def _forward_mode(name):
-    def unavailable(*args, **kwargs):
-        raise ForwardModeUnavailable(f"autograd.{name} is forward mode, which ad does not have")
-    unavailable.__name__ = name
-    return unavailable
 
 
 # -- differential operators -------------------------------------------------------------------
@@ -87,6 +76,27 @@ def _zeros_for_none(ct, x):
 make_vjp = unary_to_nary(core_make_vjp)
 
 
+def core_make_jvp(fun, x):
+    """``autograd.core.make_jvp(fun, x) -> jvp``, ``jvp(v) -> (fun(x), J v)``, by ``ad.jvp``."""
+    def jvp(v):
+        y, ty = ad.jvp(fun, (x,), (v,))
+        return y, _zeros_for_none(ty, y)
+    return jvp
+
+
+make_jvp = unary_to_nary(core_make_jvp)
+
+
+@unary_to_nary
+def deriv(fun, x):
+    return core_make_jvp(fun, x)(np.ones_like(x))[1]
+
+
+@unary_to_nary
+def holomorphic_grad(fun, x):
+    return ad.grad(fun, holomorphic=True)(x)
+
+
 @unary_to_nary
 def grad(fun, x):
     return ad.grad(fun)(x)
@@ -105,16 +115,13 @@ def elementwise_grad(fun, x):
 
 @unary_to_nary
 def jacobian(fun, x):
-    """One pullback per output element, as autograd does."""
-    vjp, y = core_make_vjp(fun, x)
-    shape = np.shape(y)
-    basis = np.eye(int(np.prod(shape))).reshape((-1,) + shape)
-    return np.reshape(np.stack([vjp(e) for e in basis]), shape + np.shape(x))
+    """``ad.jacobian``: forward or reverse mode, whichever is cheaper."""
+    return _zeros_for_none(ad.jacobian(fun)(x), x)
 
 
 @unary_to_nary
 def hessian(fun, x):
-    return jacobian(jacobian(fun))(x)
+    return ad.hessian(fun)(x)
 
 
 @unary_to_nary
@@ -197,6 +204,25 @@ def defvjp(fun, *vjpmakers, argnums=None):
     return rule
 
 
+def defjvp(fun, *jvpmakers, argnums=None):
+    """``autograd.extend.defjvp(fun, jvp0, jvp1, ...)``: each maker is ``(g, ans, *args) ->
+    tangent`` for its argument; None means none. Registered as one ``ad.frule``, the sum of the
+    makers' terms."""
+    nums = list(argnums) if argnums is not None else list(range(len(jvpmakers)))
+    makers = {i: m for i, m in zip(nums, jvpmakers) if m is not None}
+
+    @ad.frule(fun)
+    def rule(*xs, **params):
+        ans = fun(*xs, **params)
+
+        def pushforward(*ts):
+            terms = [makers[i](t, ans, *xs, **params) for i, t in enumerate(ts)
+                     if i in makers and not isinstance(t, ad.NoTangent)]
+            return sum(terms[1:], terms[0]) if terms else ad.ZeroTangent()
+        return ans, pushforward
+    return rule
+
+
 def isbox(x) -> bool:
     return isinstance(x, Tracer)
 
@@ -268,17 +294,30 @@ def _has_complex(x) -> bool:
     return builtins.any(np.iscomplexobj(v) for v in pytree.flatten(x)[0])
 
 
+def check_jvp(f, x):
+    x_v = _randn_like(x)
+    check_equivalent(core_make_jvp(f, x)(x_v)[1], _numerical_jvp(f, x)(x_v))
+
+
 @unary_to_nary
 def check_grads(f, x, modes=None, order=2):
     modes = ["fwd", "rev"] if modes is None else modes
     assert builtins.all(m in ("fwd", "rev") for m in modes)
     try:
-        check_vjp(f, x)
-        if order > 1:
-            def vjp_f(x, v):
-                return core_make_vjp(f, x)[0](v)
-            vjp_f.__name__ = f"vjp_{_name(f)}"
-            check_grads(vjp_f, (0, 1), modes, order=order - 1)(x, _randn_like(f(x)))
+        if "fwd" in modes:
+            check_jvp(f, x)
+            if order > 1:
+                def jvp_f(x, v):
+                    return core_make_jvp(f, x)(v)[1]
+                jvp_f.__name__ = f"jvp_{_name(f)}"
+                check_grads(jvp_f, (0, 1), modes, order=order - 1)(x, _randn_like(x))
+        if "rev" in modes:
+            check_vjp(f, x)
+            if order > 1:
+                def vjp_f(x, v):
+                    return core_make_vjp(f, x)[0](v)
+                vjp_f.__name__ = f"vjp_{_name(f)}"
+                check_grads(vjp_f, (0, 1), modes, order=order - 1)(x, _randn_like(f(x)))
     except Exception as exc:
         if _has_complex(x):
             exc.add_note("autograd shim: the checked inputs are complex")
@@ -318,11 +357,10 @@ def modules() -> dict[str, types.ModuleType]:
                tensor_jacobian_product=tensor_jacobian_product,
                vector_jacobian_product=tensor_jacobian_product, make_ggnvp=make_ggnvp,
                checkpoint=checkpoint, primitive=primitive,
-               make_jvp=_forward_mode("make_jvp"), deriv=_forward_mode("deriv"),
-               holomorphic_grad=_forward_mode("holomorphic_grad"))
+               make_jvp=make_jvp, deriv=deriv, holomorphic_grad=holomorphic_grad)
     containers = dict(tuple=builtins.tuple, list=builtins.list, dict=builtins.dict,
                       isinstance=builtins.isinstance, type=builtins.type)
-    test_util = _module("autograd.test_util", check_grads=check_grads, check_vjp=check_vjp,
+    test_util = _module("autograd.test_util", check_grads=check_grads, check_vjp=check_vjp, check_jvp=check_jvp,
                         check_equivalent=check_equivalent, combo_check=combo_check,
                         scalar_close=scalar_close)
     mods = {
@@ -331,11 +369,11 @@ def modules() -> dict[str, types.ModuleType]:
         "autograd.numpy.linalg": np.linalg, "autograd.numpy.fft": np.fft,
         "autograd.test_util": test_util,
         "autograd.extend": _module("autograd.extend", primitive=primitive, defvjp=defvjp,
-                                   defjvp=_forward_mode("defjvp")),
+                                   defjvp=defjvp),
         "autograd.tracer": _module("autograd.tracer", primitive=primitive, isbox=isbox),
         # autograd's VJP table: ad keeps rules on its primitives, so a test removing an entry
         # (to run a function without its VJP) removes nothing
-        "autograd.core": _module("autograd.core", make_vjp=core_make_vjp, make_jvp=_forward_mode("make_jvp"),
+        "autograd.core": _module("autograd.core", make_vjp=core_make_vjp, make_jvp=core_make_jvp,
                                  primitive=primitive, primitive_vjps={}),
         "autograd.wrap_util": _module("autograd.wrap_util", unary_to_nary=unary_to_nary),
         "autograd.builtins": _module("autograd.builtins", **containers),

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from .autograd_shim import ForwardModeUnavailable, installed
+from .autograd_shim import installed
 from .causes import REPO_ROOT, cause, frames, library, raised_in_ad, refused, short_path
 
 AUTOGRAD_URL = "https://github.com/HIPS/autograd"
@@ -39,10 +39,10 @@ TEST_TIMEOUT = 120          # seconds per test (pytest-timeout)
 FILE_TIMEOUT = 1200         # seconds per file
 
 # The order of the checks in ``classify``: the first category that applies wins.
-CATEGORIES = ("forward mode", "autograd-only API", "scipy", "complex", "wrong gradient",
+CATEGORIES = ("autograd-only API", "scipy", "complex", "wrong gradient",
               "ad refuses loudly", "expected error not raised", "crash inside ad",
               "test assertion", "other error")
-EXPECTED = ("forward mode", "autograd-only API", "scipy", "complex")   # failures nobody expects ad to pass
+EXPECTED = ("autograd-only API", "scipy", "complex")   # failures nobody expects ad to pass
 CHECK_FAILURES = ("Derivative (VJP) check", "Value mismatch", "VSpace mismatch")   # the shim's checks
 
 
@@ -100,8 +100,6 @@ def classify(exc: BaseException, test_file: str, test_name: str = "") -> tuple[s
     checked = isinstance(exc, AssertionError) and text.startswith(CHECK_FAILURES)
     why = f"AssertionError: {text.splitlines()[0].split(' failed')[0]}" if checked else cause(exc)
     notes = " ".join(getattr(exc, "__notes__", ()))
-    if isinstance(exc, ForwardModeUnavailable):
-        return "forward mode", why
     if isinstance(exc, ImportError) and (exc.name or "").startswith("autograd") \
             or isinstance(exc, AttributeError) and text.startswith(("module 'autograd", "module 'numpy")):
         return "autograd-only API", why
