@@ -1,0 +1,142 @@
+"""ad.from_onnx on small hand-built models: provenance, static shape folding, gradients with
+respect to inputs and weights (finite differences), and the gradient tape exported back to
+ONNX and run in onnxruntime. Cost: ~3 s."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+import ad  # noqa: E402
+from ad.onnx import importer  # noqa: E402
+
+
+def mlp_model():
+    """x -> Gemm -> Relu -> Reshape to (batch, -1) via Shape/Gather/Concat -> MatMul -> Softmax."""
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.normal(size=(3, 4)), "fc1.weight"),
+             numpy_helper.from_array(rng.normal(size=4), "fc1.bias"),
+             numpy_helper.from_array(rng.normal(size=(4, 2)), "fc2.weight"),
+             numpy_helper.from_array(np.array([0], np.int64), "zero"),
+             numpy_helper.from_array(np.array([-1], np.int64), "minus_one")]
+    nodes = [helper.make_node("Gemm", ["x", "fc1.weight", "fc1.bias"], ["h"], name="mlp/fc1"),
+             helper.make_node("Relu", ["h"], ["a"], name="mlp/relu"),
+             helper.make_node("Shape", ["a"], ["s"], name="mlp/shape"),
+             helper.make_node("Gather", ["s", "zero"], ["batch"], name="mlp/batch", axis=0),
+             helper.make_node("Concat", ["batch", "minus_one"], ["target"], name="mlp/concat", axis=0),
+             helper.make_node("Reshape", ["a", "target"], ["flat"], name="mlp/flatten"),
+             helper.make_node("MatMul", ["flat", "fc2.weight"], ["logits"], name="mlp/fc2"),
+             helper.make_node("Softmax", ["logits"], ["y"], name="mlp/softmax", axis=-1)]
+    graph = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.DOUBLE, ["n", 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.DOUBLE, ["n", 2])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_operatorsetid("", 17)])
+
+
+def reference(x, p):
+    a = np.maximum(x @ p["fc1.weight"] + p["fc1.bias"], 0)
+    z = a @ p["fc2.weight"]
+    e = np.exp(z - z.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+X = np.random.default_rng(1).normal(size=(5, 3))
+
+
+def test_forward_params_and_provenance():
+    prog = ad.from_onnx(mlp_model(), inputs=[X])
+    assert list(prog.params) == ["fc1.weight", "fc1.bias", "fc2.weight"]     # int initializers are constants
+    assert ad.onnx.parameters(mlp_model()).keys() == prog.params.keys()
+    np.testing.assert_allclose(prog(X), reference(X, prog.params), rtol=1e-12)
+    tape = prog.tape
+    assert tape.input_names == ("x", "fc1.weight", "fc1.bias", "fc2.weight")
+    sources = {e.source for e in tape.eqns}     # the shape arithmetic left no equation (the
+    assert sources == {"Gemm (mlp/fc1)", "Relu (mlp/relu)", "MatMul (mlp/fc2)",   # reshape is a no-op)
+                       "Softmax (mlp/softmax)"}
+    names = tape.meta["onnx_values"]
+    assert names[tape.outputs[0]] == "y" and names[tape.inputs[1]] == "fc1.weight"
+    np.testing.assert_allclose(tape(X, *prog.params.values()), prog(X), rtol=1e-12)
+
+
+def test_new_weights_and_batch_size():
+    prog = ad.from_onnx(mlp_model(), inputs=[(2, 3)])
+    p = {k: v * 0.5 for k, v in prog.params.items()}
+    np.testing.assert_allclose(prog(X, **p), reference(X, p), rtol=1e-12)
+    assert prog.tape.inputs[0].aval.shape == (2, 3)
+
+
+def _numeric_grad(f, p, name, eps=1e-6):
+    g = np.zeros_like(p[name])
+    for i in np.ndindex(g.shape):
+        hi, lo = dict(p), dict(p)
+        hi[name], lo[name] = p[name].copy(), p[name].copy()
+        hi[name][i] += eps
+        lo[name][i] -= eps
+        g[i] = (f(hi) - f(lo)) / (2 * eps)
+    return g
+
+
+def test_gradient_wrt_weights_and_input_matches_finite_differences():
+    prog = ad.from_onnx(mlp_model(), inputs=[X])
+    target = np.eye(2)[[0, 1, 1, 0, 1]]
+
+    def loss(x, params):
+        return np.sum(np.log(prog.function(x, params)) * target)
+    gx, gp = ad.grad(loss, argnums=(0, 1))(X, prog.params)
+    for name in prog.params:
+        np.testing.assert_allclose(gp[name], _numeric_grad(lambda p: loss(X, p), prog.params, name),
+                                   rtol=1e-5, atol=1e-8)
+    fd = _numeric_grad(lambda p: loss(p["x"], prog.params), {"x": X}, "x")
+    np.testing.assert_allclose(gx, fd, rtol=1e-5, atol=1e-8)
+
+
+def test_gradient_tape_exports_back_to_onnx():
+    ort = pytest.importorskip("onnxruntime")
+    prog = ad.from_onnx(mlp_model(), inputs=[X])
+    gt = ad.grad_tape(lambda x, params: np.sum(prog.function(x, params) ** 2), X, prog.params, argnums=1)
+    model = ad.to_onnx(gt)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    feeds = dict(zip([i.name for i in model.graph.input], [X, *prog.params.values()]))
+    outs = sess.run(None, feeds)
+    value, grads = gt(X, prog.params)
+    np.testing.assert_allclose(outs[0], value, rtol=1e-12)
+    for got, name in zip(outs[1:], prog.params):
+        np.testing.assert_allclose(got, grads[name], rtol=1e-10, atol=1e-14)
+
+
+def test_conv_bn_pool_model_against_onnxruntime():
+    """Conv (SAME_UPPER, stride 2) -> BatchNormalization -> AveragePool (pads, count_include_pad=0),
+    against onnxruntime."""
+    rng = np.random.default_rng(2)
+    f32 = np.float32
+    w, b = rng.normal(size=(4, 2, 3, 3)).astype(f32), rng.normal(size=4).astype(f32)
+    scale, bias, mean, var = (rng.normal(size=4).astype(f32), rng.normal(size=4).astype(f32),
+                              rng.normal(size=4).astype(f32), rng.uniform(1, 2, 4).astype(f32))
+    inits = [numpy_helper.from_array(a, n) for a, n in
+             ((w, "w"), (b, "b"), (scale, "g"), (bias, "beta"), (mean, "mu"), (var, "var"))]
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", auto_pad="SAME_UPPER", strides=[2, 2]),
+             helper.make_node("BatchNormalization", ["c", "g", "beta", "mu", "var"], ["n"], name="bn", epsilon=1e-3),
+             helper.make_node("AveragePool", ["n"], ["y"], name="pool", kernel_shape=[2, 2], pads=[1, 1, 0, 0])]
+    graph = helper.make_graph(nodes, "cnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 7, 7])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_operatorsetid("", 15)])
+    x = rng.normal(size=(1, 2, 7, 7)).astype(f32)
+    got = ad.from_onnx(m)(x)
+    assert got.dtype == f32
+    ort = pytest.importorskip("onnxruntime")
+    want = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_import_ad_does_not_import_onnx():
+    code = "import sys, ad; assert 'onnx' not in sys.modules; assert callable(ad.from_onnx)"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_supported_ops_are_listed():
+    ops = importer.supported_ops()
+    assert {"Conv", "Gemm", "LayerNormalization", "ReduceLogSumExp", "TopK"} <= set(ops)
