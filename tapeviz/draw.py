@@ -274,7 +274,7 @@ class _Canvas:
             top = parent is None
             attrs = {"label": lb.plain(label, self.labels, bold=top),
                      "style": "rounded" if top else "rounded,dashed",
-                     "color": "#cbd5e1" if top else "#a78bfa",
+                     "color": "#cbd5e1" if top else "#22d3ee" if parent == "cluster_tangent" else "#a78bfa",
                      "fontsize": "12" if top else "9", "labeljust": "l"}
             if top:
                 attrs["bgcolor"] = CLUSTER_COLOURS[label]
