@@ -10,7 +10,7 @@ import numpy as np
 
 import ad.nn  # noqa: F401  (its primitives join the registry)
 import ad.scipy.special  # noqa: F401  (scipy.special's, loaded lazily by ad itself)
-import ad.scipy.integrate, ad.scipy.linalg, ad.scipy.signal  # noqa: E401, F401  (ad.scipy's primitives)
+import ad.scipy.integrate, ad.scipy.linalg, ad.scipy.signal, ad.scipy.stats  # noqa: E401, F401  (ad.scipy's primitives)
 from ad.primitives import REGISTRY, Primitive
 from ad.samples import F64, Sample, caller, draw, traced
 from specs import COMPOSITIONS as BASIC

@@ -20,6 +20,11 @@ import numpy as np
 import scipy.special as sp
 import scipy.stats as st
 
+from ..errors import NonDifferentiableError
+from ..primitives import Primitive
+from ..rrule import rrule
+from ..samples import MATRIX, In, Sample, matrix
+from ..trace_state import Traced
 from .linalg import solve_triangular
 
 LOG_2PI, LOG_PI, LOG2 = math.log(2 * math.pi), math.log(math.pi), math.log(2)
@@ -517,5 +522,176 @@ class multivariate_normal_gen(_Distribution):
         _, logdet, _, _, _ = self._whitening(dim, cov, False)
         return (dim * (1 + LOG_2PI) + logdet) / 2
 
+    def cdf(self, x, mean=None, cov=1, allow_singular=False, maxpts=None, abseps=1e-5, releps=1e-5, *,
+            lower_limit=None, rng=None):
+        """P(lower_limit < X < x), scipy's oriented box probability: scipy's integration (exact
+        in 1 and 2 dimensions, Genz's randomized lattice rule from 3 on, to ``abseps``) as the
+        primitive ``_box`` binds; see ``_mvn_cdf_rule`` for its gradients. ``rng`` seeds the
+        lattice's shifts: an int as in scipy, None as 0 (scipy draws fresh shifts from numpy's
+        global generator: a function ad differentiates must give one value each time it runs),
+        a Generator or RandomState gives an int seed drawn from it."""
+        dim = self._dim(mean, cov)
+        mean = np.zeros(dim) if mean is None else np.broadcast_to(mean, (dim,))
+        cov = cov if np.ndim(cov) == 2 else np.eye(dim) * cov       # a vector: its diagonal
+        if np.ndim(x) == 0 or np.ndim(x) == 1 and dim == 1:          # scipy's _process_quantiles
+            x = np.reshape(x, (-1, 1))
+        traced = any(isinstance(v, Traced) for v in (x, mean, cov, lower_limit))
+        seed = _seed(rng)
+        if allow_singular and traced:
+            raise NonDifferentiableError(
+                "ad.scipy.stats.multivariate_normal.cdf(..., allow_singular=True) of traced values: its "
+                "gradient conditions on each coordinate (dividing by the covariance's conditional "
+                "variances), which a singular covariance does not allow; pass a positive definite cov "
+                "and allow_singular=False")
+        if allow_singular:
+            return st.multivariate_normal.cdf(x, mean, cov, True, maxpts, abseps, releps,
+                                              lower_limit=lower_limit, rng=seed)
+        upper, lower = x - mean, None if lower_limit is None else lower_limit - mean
+        if lower is not None:
+            shape = np.broadcast_shapes(np.shape(upper), np.shape(lower))
+            upper, lower = np.broadcast_to(upper, shape), np.broadcast_to(lower, shape)
+        opts = {"maxpts": int(maxpts or 1000000 * dim), "abseps": float(abseps), "releps": float(releps),
+                "seed": seed}
+        return np.squeeze(_box(upper, cov, lower, opts))
+
+    def logcdf(self, x, mean=None, cov=1, allow_singular=False, maxpts=None, abseps=1e-5, releps=1e-5, *,
+               lower_limit=None, rng=None):
+        """log of ``cdf``; complex where an odd number of lower limits lie above x (a negative
+        oriented probability), as in scipy."""
+        out = self.cdf(x, mean, cov, allow_singular, maxpts, abseps, releps, lower_limit=lower_limit, rng=rng)
+        if np.any(out < 0):
+            out = out + 0j
+        return _log(out)
+
 
 dirichlet, multivariate_normal = dirichlet_gen(), multivariate_normal_gen()
+
+
+# -- multivariate_normal.cdf: scipy's integration as a primitive ---------------------------------
+
+def _seed(rng) -> int:
+    """The int seed of scipy's ``rng`` (see ``multivariate_normal.cdf``)."""
+    if rng is None:
+        return 0
+    if isinstance(rng, int | np.integer):
+        return int(rng)
+    if isinstance(rng, np.random.Generator):
+        return int(rng.integers(2 ** 32))
+    if isinstance(rng, np.random.RandomState):
+        return int(rng.randint(2 ** 32, dtype=np.int64))
+    raise TypeError(f"rng={rng!r}: pass None, an int, a numpy Generator or RandomState")
+
+
+def _sym(cov):
+    """The symmetric matrix of cov's lower triangle (scipy's 2-d integration reads the upper
+    triangle, its n-d one the lower: they agree on a symmetric cov, as a covariance is)."""
+    return np.tril(cov) + np.swapaxes(np.tril(cov, -1), -1, -2)
+
+
+def _mvn_cdf(upper, cov, *lower, maxpts, abseps, releps, seed):
+    """scipy's multivariate_normal.cdf of the deviations from the mean (scipy's own first
+    step), in the operands' dtype, one value per point of the leading axes."""
+    out = st.multivariate_normal.cdf(upper, np.zeros(np.shape(cov)[-1]), _sym(cov), maxpts=maxpts,
+                                     abseps=abseps, releps=releps, lower_limit=lower[0] if lower else None,
+                                     rng=seed)
+    return np.reshape(out, np.shape(upper)[:-1]).astype(np.result_type(upper, cov, *lower), copy=False)
+
+
+# 2 dimensions: scipy's integration is exact (1e-15), and so are the checks (3 and more: the
+# tests, with tolerances that follow the integration's error)
+EXACT = {"maxpts": 2000000, "abseps": 1e-5, "releps": 1e-5, "seed": 0}
+mvn_cdf_p = Primitive(
+    "scipy.stats.multivariate_normal.cdf", _mvn_cdf, params=("maxpts", "abseps", "releps", "seed"),
+    doc="P(lower < X < upper) of X ~ N(0, cov) (cov's lower triangle), oriented as scipy's, at "
+        "each point of the leading axes (2 dimensions and more; 1 is ndtr).",
+    samples=(Sample((In((4, 2)), matrix((2, 2), "spd")), EXACT, MATRIX),
+             Sample((In((3, 2), 0.0, 2.0), matrix((2, 2), "spd"), In((3, 2), -2.0, -0.5)), EXACT, MATRIX)))
+
+
+def _box(upper, cov, lower, opts):
+    """The oriented box probability of N(0, cov) (lower None: -inf); 1 dimension as ndtr."""
+    if np.shape(cov)[-1] == 1:
+        s = np.sqrt(cov[0, 0])
+        out = sp.ndtr(upper[..., 0] / s)
+        return out if lower is None else out - sp.ndtr(lower[..., 0] / s)
+    return mvn_cdf_p.bind(upper, cov, *([] if lower is None else [lower]), **opts)
+
+
+def _finite(c):
+    """(where c is finite, c with 0 elsewhere): a bound at infinity moves nothing."""
+    finite = np.isfinite(c)
+    return finite, np.where(finite, c, 0.0)
+
+
+def _face(i, c, upper, s, lower, opts):
+    """The derivative of the box probability in a bound ``c`` of coordinate i: the density of
+    x_i at c times the box probability of the others given x_i = c (the same primitive,
+    one dimension fewer)."""
+    n = s.shape[-1]
+    others = [j for j in range(n) if j != i]
+    finite, c = _finite(c)
+    r = s[others, i] / s[i, i]
+    shift = c[..., None] * r
+    cond = s[others][:, others] - r[:, None] * s[i, others][None, :]
+    density = np.exp(-c * c / (2 * s[i, i])) / np.sqrt(2 * math.pi * s[i, i])
+    box = _box(upper[..., others] - shift, cond, None if lower is None else lower[..., others] - shift, opts)
+    return np.where(finite, density * box, 0.0)
+
+
+def _edge(i, j, ci, cj, upper, s, lower, opts):
+    """d^2/dci dcj of the box probability at bounds ci, cj of coordinates i != j: their
+    bivariate density times the box probability of the others given both."""
+    n = s.shape[-1]
+    fi, ci = _finite(ci)
+    fj, cj = _finite(cj)
+    sii, sjj, sij = s[i, i], s[j, j], s[i, j]
+    det = sii * sjj - sij * sij
+    density = np.exp(-(sjj * ci * ci - 2 * sij * ci * cj + sii * cj * cj) / (2 * det)) / (2 * math.pi * np.sqrt(det))
+    if n > 2:
+        others = [k for k in range(n) if k not in (i, j)]
+        a = (s[others, i] * sjj - s[others, j] * sij) / det       # the regression on x_i, x_j
+        b = (s[others, j] * sii - s[others, i] * sij) / det
+        shift = ci[..., None] * a + cj[..., None] * b
+        cond = s[others][:, others] - a[:, None] * s[i, others][None, :] - b[:, None] * s[j, others][None, :]
+        density = density * _box(upper[..., others] - shift, cond,
+                                 None if lower is None else lower[..., others] - shift, opts)
+    return np.where(fi & fj, density, 0.0)
+
+
+@rrule(mvn_cdf_p)
+def _mvn_cdf_rule(upper, cov, *lower, **opts):
+    """The gradient in a bound: ``_face``. In cov (Plackett's identity: d phi / d S_ij =
+    d^2 phi / dx_i dx_j, i != j, and half that for i = j), H_ij = the sum over the corners
+    of (i, j)'s bounds of +-``_edge``; its diagonal from the scale invariance
+    F(D a, D b, D S D) = F(a, b, S): H_kk S_kk = -(a_k dF/da_k + b_k dF/db_k + sum_j H_kj S_kj).
+    cov's lower triangle gets H_ij below the diagonal, H_kk / 2 on it."""
+    y = mvn_cdf_p.bind(upper, cov, *lower, **opts)
+    low = lower[0] if lower else None
+    n = cov.shape[-1]
+
+    def pullback(g):
+        s = _sym(cov)
+        d_up = [_face(i, upper[..., i], upper, s, low, opts) for i in range(n)]
+        d_low = [] if low is None else [-_face(i, low[..., i], upper, s, low, opts) for i in range(n)]
+        corners = [(upper, upper, 1.0)] if low is None else [(upper, upper, 1.0), (upper, low, -1.0),
+                                                                (low, upper, -1.0), (low, low, 1.0)]
+        h = [[None] * n for _ in range(n)]
+        for i in range(n):
+            for j in range(i + 1, n):
+                h[i][j] = h[j][i] = sum(sign * _edge(i, j, ci[..., i], cj[..., j], upper, s, low, opts)
+                                        for ci, cj, sign in corners)
+        for k in range(n):
+            moment = _finite(upper[..., k])[1] * d_up[k]
+            if low is not None:
+                moment = moment + _finite(low[..., k])[1] * d_low[k]
+            h[k][k] = -(moment + sum(h[k][j] * s[k, j] for j in range(n) if j != k)) / s[k, k]
+        hess = np.stack([np.stack(row, axis=-1) for row in h], axis=-2)
+        weight = (np.tril(np.ones((n, n)), -1) + np.eye(n) / 2).astype(hess.dtype)
+        batch = tuple(range(np.ndim(g)))
+        d_cov = np.sum(g[..., None, None] * hess, axis=batch) * weight
+        cotangents = (g[..., None] * np.stack(d_up, axis=-1), d_cov)
+        return cotangents if low is None else (*cotangents, g[..., None] * np.stack(d_low, axis=-1))
+    return y, pullback
+
+
+PRIMITIVES = (mvn_cdf_p,)
