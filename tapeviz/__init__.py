@@ -2,7 +2,9 @@
 
 The model (``to_networkx``) names every node as the text listing does (``%7``, ``eq/%7``);
 queries on it find the forward and backward sections, a pullback block, the residuals, a
-neighbourhood and the collapsed view; ``to_graphviz``/``export``/``render`` draw it.
+neighbourhood and the collapsed view; ``to_graphviz``/``export``/``render`` draw it. Forward mode's
+tapes (``ad.linearize``) have a tangent phase and pushforward blocks (``pushforward_block``);
+``debug_jvp`` steps through them as ``debug`` steps through a gradient.
 ``import tapeviz`` does not import ipywidgets: the debugger's widget (``tapeviz.debugger``) is
 imported by the first ``debug`` call or use of ``TapeDebugger``.
 

@@ -2,7 +2,8 @@
 
 ``collapse(graph)`` groups the detail graph's equations: a rule instance's forward body becomes
 one ``rule/%n`` node, its pullback block (pullback and projection equations) one
-``pullback/%n`` node (in forward mode, its pushforward block one ``pushforward/%n`` node), and fan-in sums, seeds and structural zeros stay single nodes (``eq/%n``).
+``pullback/%n`` node (in forward mode, its pushforward block one ``pushforward/%n`` node), and
+fan-in sums, seeds and structural zeros stay single nodes (``eq/%n``).
 Inputs keep their ids. Then, as TensorBoard folds a series of same-shaped layers, a run of
 ``min_repeats`` or more consecutive repeats of one motif (up to ``max_period`` groups long) with
 identical structure (primitives, params, literals, avals, internal wiring) folds into one

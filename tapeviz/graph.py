@@ -40,9 +40,11 @@ and ``value`` (a one-line summary when ``values`` were given; else None).
 
 Equations carry ``primitive``, ``params`` (text), ``literals`` ((position, text) pairs),
 ``outputs`` (names), ``source`` ("file.py:12 in f"), ``source_line`` (that line's text),
-``origin`` (the ``Origin`` kind: primal, pullback, project, accumulate, seed, zeros), ``of``
-(backward: the forward variable whose pullback, fan-in or seed this is; tangent: the primal
-variable whose pushforward this is; forward: the rule instance's first output; or None), ``rule`` and ``provenance`` ("pullback of %9 (matmul)").
+``origin`` (the ``Origin`` kind: primal, pullback, project, accumulate, seed, zeros, and forward
+mode's pushforward, pushforward_vjp, pushforward_frule, tangent_zeros), ``of`` (backward: the
+forward variable whose pullback, fan-in or seed this is; tangent: the primal variable whose
+pushforward this is; forward: the rule instance's first output; or None), ``rule`` and
+``provenance`` ("pullback of %9 (matmul)").
 Constants carry ``value`` (the literal's text) and ``aval``.
 
 Edges run from a variable or constant into the equation reading it, and from an equation to
@@ -62,9 +64,9 @@ block, in forward order), ``instances`` (rule instance -> its forward equation i
 (whether the tape has a backward section) and ``hops_per_step`` (2: a step is one equation).
 
 Queries: ``forward``/``backward`` (subgraph views; the backward one with the residuals it
-reads), ``pullback_block(graph, "%9")``, ``pushforward_block(graph, "%9")``, ``residuals`` (with producers and consumers),
-``neighbourhood(graph, "%9", k)``; ``tapeviz.collapse`` gives the collapsed view. All
-traversals are iterative: deep tapes never hit the recursion limit.
+reads), ``pullback_block(graph, "%9")``, ``pushforward_block(graph, "%9")``, ``residuals`` (with
+producers and consumers), ``neighbourhood(graph, "%9", k)``; ``tapeviz.collapse`` gives the
+collapsed view. All traversals are iterative: deep tapes never hit the recursion limit.
 """
 from __future__ import annotations
 

@@ -106,7 +106,7 @@ def jvp_tape(f, primals, tangents) -> tuple[Tape, dict]:
     the forward section (what a pushforward computes from the primals alone, ``cos x`` for
     ``sin``: run once, with the forward pass) shown in their pushforward block. ``meta`` holds
     ``n_tangents`` (the trailing tangent inputs), ``tangents`` (tangent input -> its primal),
-    ``hoisted`` (those equations' first outputs), ``fallbacks``, ``n_values`` and ``output_names``.
+    ``hoisted`` (those equations' first outputs), ``fallbacks`` and ``output_names``.
 
     ``primals`` and ``tangents`` are as ``ad.jvp``'s: a None tangent leaves that argument constant.
     """
@@ -143,8 +143,9 @@ def jvp_tape(f, primals, tangents) -> tuple[Tape, dict]:
     made_at = {v: i for i, e in enumerate(primal_eqns) for v in e.outputs}
     by_instance = sorted(hoisted + tangent_eqns, key=lambda e: made_at.get(e.origin.of, -1))
     by_name = {name: v for v, name in zip(fwd.inputs, fwd.input_names)}
-    meta = {"mode": "forward", "n_tangents": len(tangent_inputs), "n_values": n_values,
-            "tangents": {t: by_name[name.removeprefix("t_")] for t, name in zip(tangent_inputs, tan.input_names[n_res:])},
+    meta = {"mode": "forward", "n_tangents": len(tangent_inputs),
+            "tangents": {t: by_name[name.removeprefix("t_")]        # linearize names them t_<input>
+                         for t, name in zip(tangent_inputs, tan.input_names[n_res:])},
             "hoisted": {repr(e.outputs[0]) for e in hoisted}, "fallbacks": f_jvp.fallbacks}
     out_names = pytree.leaf_paths(primal.out_tree, "out")
     meta["output_names"] = out_names + [f"tangent {name}" for name, x in zip(out_names, fwd.outputs)

@@ -13,6 +13,8 @@ the frame (``frames``) and HTML drawn by the views (``listing``, ``inspector``, 
 and the residuals are sent without what depends on the cursor (the view sets those classes), and
 the listing's window of rows moves only when the cursor nears its edges, so most steps send
 neither. The only module of the package that imports ipywidgets (through anywidget).
+``JvpDebugger`` is the same widget for forward mode (``tapeviz.debug_jvp``): a linearization's
+forward and tangent listings side by side, stepping through the pushforward blocks.
 """
 from __future__ import annotations
 

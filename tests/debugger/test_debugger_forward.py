@@ -151,3 +151,20 @@ def test_refusals_name_the_cause():
         dbg.run_checks()
     assert dbg._frame["checks"]["state"] == "error"
     assert "tapeviz.debug(f, *args)" in dbg.closure_panel()
+
+
+def test_a_pushforward_by_the_vjp_of_its_pullback_is_flagged():
+    from ad.scipy.linalg import expm
+
+    def g(A):
+        return np.sum(expm(A) * 2.0)
+    A, T = np.eye(2) * 0.1, np.ones((2, 2))
+    dbg = tapeviz.debug_jvp(g, (A,), (T,))
+    assert [fb.rule for fb in dbg.model.fallbacks] == ["scipy.linalg.expm"]
+    dbg.step_to(3)
+    assert dbg.phase_line.startswith("tangent, step 4 of 6: pushforward of %1 (scipy.linalg.expm), "
+                                     "by the vjp of its pullback (")
+    m = dbg.model
+    eps = 1e-6
+    fd = (g(A + eps * T) - g(A - eps * T)) / (2 * eps)
+    np.testing.assert_allclose(m.values[m.tangents["%3"]], fd, rtol=1e-6)
