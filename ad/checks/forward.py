@@ -23,12 +23,13 @@ import zlib
 import numpy as np
 
 from ..api import trace
+from ..errors import NonDifferentiableError
 from ..forward import derive, pushforward
 from ..lift import lift
 from ..tape import eval_tape, freeze_params
 from ..transpose import NotLinearError, transpose
 from .base import Verdict, check, dense, random_cotangent
-from .captures import location
+from .captures import describe, location
 from .derivatives import _impl, _merge
 from .fd import _flat64, _pairing_weights, as64, directional_derivative, one_sided_derivative, pair, \
     random_like, refined
@@ -207,6 +208,11 @@ def _frule(ctx):
             f"{ctx.opts.directions} tangent(s)", source=where)
 
 
+def refused(exc) -> str:
+    """A rule forward mode refuses, on purpose and by name: nothing to compare, but worth a warning."""
+    return f"forward mode refuses it ({describe(exc)}): jvp, linearize and jacfwd raise there"
+
+
 def compare_jvp(fn, jvp, pullback, xs, wrt, *, domains, rng, directions, rtol, what,
                 back="the pullback") -> Verdict:
     """``<J u, v>`` from ``jvp(us) -> output tangents`` against ``<u, J^T v>`` from
@@ -275,7 +281,11 @@ def _jvp(ctx):
         ctx.add(name, "skipped", "no traced float operand to push a tangent through")
         return
     ops = case.fresh_operands()
-    pf = pushforward(case.prim, freeze_params(case.params), ops, case.diff)
+    try:
+        pf = pushforward(case.prim, freeze_params(case.params), ops, case.diff)
+    except NonDifferentiableError as exc:
+        ctx.add(name, "warn", refused(exc))
+        return
     wrt = [k for k, a in enumerate(pf.tangents) if a is not None]
     if not wrt:
         ctx.add(name, "skipped", "the pushforward takes no tangent (no operand has a cotangent)")

@@ -12,13 +12,14 @@ import numpy as np
 
 from .. import pytree
 from ..backward import residuals
+from ..errors import NonDifferentiableError
 from ..forward import build_linearized
 from ..tape import Var, eval_tape, format_eqn
 from .base import Verdict, check, combine, dense, float_bits, random_cotangent
 from .captures import describe, raised_at
 from .derivatives import dot_check
 from .forms import compare_cotangents
-from .forward import compare_jvp
+from .forward import compare_jvp, refused
 from .holomorphic import holomorphy
 from .program_record import ProgramRecord
 from .settings import exact_rtol, fd_rtol
@@ -66,7 +67,10 @@ def _jvp(p: ProgramRecord) -> Verdict:
     if not p.wrt:
         return Verdict("skipped", "no float input to push a tangent through")
     fn, pullback, domains, dtypes = _as_function(p)
-    lin = build_linearized(p.primal, p.values, p.wrt)
+    try:
+        lin = build_linearized(p.primal, p.values, p.wrt)
+    except NonDifferentiableError as exc:
+        return Verdict("warn", refused(exc), source=raised_at(exc))
     residuals = eval_tape(lin.forward, p.values)[lin.n_values:]
 
     def jvp(us):
