@@ -3,8 +3,8 @@
 one after every action, and by static pages, which embed every step's and every variable's part
 so the same view can answer clicks without a kernel (``page``).
 
-A frame is ``{"eqns", "pane", "granularity", "step", "selected", "sel", "closure", "message",
-"checks"}``: ``step`` (``step_part``) depends on the cursor alone, ``sel`` (``sel_part``) on the
+A frame is ``{"eqns", "pane", "mode", "granularity", "step", "selected", "sel", "closure",
+"message", "checks"}`` (``mode``: "reverse", or "forward" for a linearization): ``step`` (``step_part``) depends on the cursor alone, ``sel`` (``sel_part``) on the
 selection alone, ``checks`` (``checks_part``) on the last report.
 """
 from __future__ import annotations

@@ -115,7 +115,7 @@ def session(dbg, max_bytes: int = MAX_BYTES) -> dict:
         budget.project(k + 1, len(m.var_attrs))
     return {"start": {"granularity": m.granularity, "index": m.index, "selected": m.selected,
                       "closure": dbg.closure_shown},
-            "frame": {"eqns": len(m.eqns), "pane": {"k": dbg.graph.k}},
+            "frame": {"eqns": len(m.eqns), "pane": {"k": dbg.graph.k}, "mode": m.mode},
             "steps": steps, "dots": list(dots), "vars": variables, "html": list(texts),
             "listing": budget.add(full.render()),
             "residuals": budget.add(residuals_html(m, full, rows_each_side=len(m.residual_table()))),

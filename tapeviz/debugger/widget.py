@@ -329,7 +329,7 @@ class TapeDebugger(anywidget.AnyWidget):
     # -- what the view receives ------------------------------------------------------------
     def _frame_now(self) -> dict:
         m = self.model
-        return {"eqns": len(m.eqns), "pane": {"k": self.graph.k}, "granularity": m.granularity,
+        return {"eqns": len(m.eqns), "pane": {"k": self.graph.k}, "mode": m.mode, "granularity": m.granularity,
                 "step": step_part(m), "selected": m.selected, "sel": sel_part(m, m.selected),
                 "closure": self._closure_on, "message": self._message, "checks": self._checks}
 

@@ -36,6 +36,7 @@ def test_the_forward_page_steps_through_pushforwards_offline(browser, artifacts,
     assert dbg.phase_line == "tangent, step 8 of 10: pushforward of %4 (tanh) (3 equations)"
     expect(phase.locator(".tv-phase-text")).to_have_text(dbg.phase_line)
     expect(root.locator(".tv-listing td.tv-backward .tv-eq.tv-current")).to_have_count(3)
+    expect(root.locator("button.tv-by-pullback")).to_have_text("by pushforward")
 
     tangent = dbg.model.tangents["%4"]
     root.locator('.tv-listing td.tv-forward .tv-var[data-var="%4"]').first.click()

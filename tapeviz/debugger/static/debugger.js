@@ -580,6 +580,10 @@ class View {
     ui.slider.max = String(step.n);
     ui.slider.value = String(step.index + 1);
     ui.counter.textContent = `${step.index + 1} / ${step.n}`;
+    const forward = frame.mode === "forward";           // a linearization: blocks are pushforwards
+    ui.pullback.textContent = forward ? "by pushforward" : "by pullback";
+    ui.pullback.title = forward ? "one primal equation or pushforward block per step"
+      : "one rule instance or pullback block per step";
     for (const [node, value] of [[ui.pullback, "pullback"], [ui.primitive, "primitive"]]) {
       node.setAttribute("aria-pressed", String(frame.granularity === value));
     }
