@@ -424,12 +424,20 @@ def _reduce(f, axes_input_since: int):
     return run
 
 
-def _reduce_max(x, axes, keepdims):
-    return np.max(x, axis=axes, keepdims=keepdims)
+def _extremum(f, empty):
+    """np.max/np.min, with ONNX's value on an empty set (-inf/inf, or the dtype's extreme)."""
+    def run(x, axes, keepdims):
+        if any(np.shape(x)[a] == 0 for a in axes):
+            shape = tuple(1 if a in axes else d for a, d in enumerate(np.shape(x)) if keepdims or a not in axes)
+            dt = np.result_type(x)
+            fill = (empty if dt.kind == "f" else (np.iinfo(dt).min if empty < 0 else np.iinfo(dt).max)
+                    if dt.kind in "iu" else empty > 0)
+            return np.full(shape, fill, dt)
+        return f(x, axis=axes, keepdims=keepdims)
+    return run
 
 
-def _reduce_min(x, axes, keepdims):
-    return np.min(x, axis=axes, keepdims=keepdims)
+_reduce_max, _reduce_min = _extremum(np.max, -np.inf), _extremum(np.min, np.inf)
 
 
 _REDUCTIONS = {
@@ -442,7 +450,8 @@ _REDUCTIONS = {
     "ReduceL2": (lambda x, a, k: np.sqrt(np.sum(x * x, axis=a, keepdims=k)), 18),
     "ReduceSumSquare": (lambda x, a, k: np.sum(x * x, axis=a, keepdims=k), 18),
     "ReduceLogSum": (lambda x, a, k: np.log(np.sum(x, axis=a, keepdims=k)), 18),
-    "ReduceLogSumExp": (lambda x, a, k: nn.logsumexp(x, axis=a, keepdims=k), 18),
+    "ReduceLogSumExp": (lambda x, a, k: nn.logsumexp(x, axis=a, keepdims=k) if np.size(x)
+                        else np.log(np.sum(x, axis=a, keepdims=k)), 18),
 }
 for _name, (_f, _since) in _REDUCTIONS.items():
     op(_name)(_reduce(_f, _since))
@@ -901,6 +910,83 @@ def _instance_norm(n, x, scale, bias):
     ndim = np.ndim(x)
     y = nn.layer_norm(x, axis=tuple(range(2, ndim)), eps=n.attr("epsilon", 1e-5))
     return y * _channel(scale, ndim) + _channel(bias, ndim)
+
+
+@op("GroupNormalization")
+def _group_norm(n, x, scale, bias):
+    groups, eps = n.attr("num_groups"), n.attr("epsilon", 1e-5)
+    n.attr("stash_type", 1)
+    shape = np.shape(x)
+    grouped = np.reshape(x, (shape[0], groups, -1))
+    y = np.reshape(nn.layer_norm(grouped, axis=-1, eps=eps), shape)
+    if n.opset < 21:        # scale and bias per group, before opset 21
+        scale, bias = np.repeat(scale, shape[1] // groups), np.repeat(bias, shape[1] // groups)
+    return y * _channel(scale, len(shape)) + _channel(bias, len(shape))
+
+
+@op("LpNormalization")
+def _lp_norm(n, x):
+    axis, p = n.attr("axis", -1), n.attr("p", 2)
+    if p == 1:
+        norm = np.sum(np.abs(x), axis=axis, keepdims=True)
+    elif p == 2:
+        norm = np.sqrt(np.sum(x * x, axis=axis, keepdims=True))
+    else:
+        raise n.error(f"p={p} (1 or 2)")
+    return x / np.where(norm == 0, _const(1, norm), norm)      # a zero slice stays zero
+
+
+@op("DepthToSpace")
+def _depth_to_space(n, x):
+    b, mode = n.attr("blocksize"), n.attr("mode", "DCR")
+    N, C, H, W = np.shape(x)
+    if mode == "DCR":
+        y = np.transpose(np.reshape(x, (N, b, b, C // b // b, H, W)), (0, 3, 4, 1, 5, 2))
+    elif mode == "CRD":
+        y = np.transpose(np.reshape(x, (N, C // b // b, b, b, H, W)), (0, 1, 4, 2, 5, 3))
+    else:
+        raise n.error(f"mode={mode!r} (DCR or CRD)")
+    return np.reshape(y, (N, C // b // b, H * b, W * b))
+
+
+@op("SpaceToDepth")
+def _space_to_depth(n, x):
+    b, mode = n.attr("blocksize"), n.attr("mode", "DCR")
+    N, C, H, W = np.shape(x)
+    if mode not in ("DCR", "CRD"):
+        raise n.error(f"mode={mode!r} (DCR or CRD)")
+    perm = (0, 3, 5, 1, 2, 4) if mode == "DCR" else (0, 1, 3, 5, 2, 4)
+    y = np.transpose(np.reshape(x, (N, C, H // b, b, W // b, b)), perm)
+    return np.reshape(y, (N, C * b * b, H // b, W // b))
+
+
+@op("Shrink")
+def _shrink(n, x):
+    lam, bias = _const(n.attr("lambd", 0.5), x), _const(n.attr("bias", 0.0), x)
+    return np.where(x < -lam, x + bias, np.where(x > lam, x - bias, _const(0, x)))
+
+
+@op("OneHot")
+def _one_hot(n, indices, depth, values):
+    depth = int(n.static(depth, "depth").reshape(-1)[0])
+    axis = n.attr("axis", -1)
+    idx = n.static(indices, "indices").astype(np.int64)
+    idx = np.where(idx < 0, idx + depth, idx)
+    hot = np.expand_dims(idx, -1) == np.arange(depth)
+    hot = np.moveaxis(hot, -1, _axis(axis, np.ndim(idx) + 1))
+    return np.where(hot, values[1], values[0])
+
+
+@op("GatherND")
+def _gather_nd(n, x, indices):
+    batch = n.attr("batch_dims", 0)
+    idx = n.static(indices, "indices").astype(np.int64)
+    shape = np.shape(x)
+    idx = np.where(idx < 0, idx + np.array(shape[batch:batch + idx.shape[-1]]), idx)
+    lead = idx.shape[:-1]
+    grids = [np.arange(shape[i]).reshape((-1,) + (1,) * (len(lead) - 1 - i)) for i in range(batch)]
+    where = tuple(np.broadcast_to(g, lead) for g in grids) + tuple(idx[..., k] for k in range(idx.shape[-1]))
+    return x[where]
 
 
 def _softmax(f):
