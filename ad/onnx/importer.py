@@ -801,8 +801,8 @@ def _conv_transpose(n, x, w, b=None):
         out_shape = tuple(out_shape)[-nd:]
         totals = [s * (i - 1) + e + (k - 1) * d + 1 - o for i, s, e, k, d, o in
                   zip(np.shape(x)[2:], stride, extra, kernel, dilation, out_shape)]
-        if min(totals) < 0:
-            raise n.error(f"output_shape {out_shape} needs negative padding")
+        extra = tuple(e + max(-t, 0) for e, t in zip(extra, totals))     # a larger output: zeros at the end
+        totals = [max(t, 0) for t in totals]
         upper = n.attr("auto_pad", "NOTSET") == "SAME_UPPER"
         pads = tuple((t // 2, t - t // 2) if upper else (t - t // 2, t // 2) for t in totals)
         n.attr("pads", None)
