@@ -1,0 +1,163 @@
+"""Models exported from PyTorch (torch.onnx.export, the TorchScript exporter: the dynamo one needs
+onnxscript, which is not installed) and imported with ad.from_onnx, torch as the oracle: an MLP,
+a CNN with batch norm (eval), a residual block, an LSTM and a transformer encoder layer (eval, no
+dropout), all float64. For each: the forward equals torch's, the gradient with respect to the input
+and every weight equals torch autograd's, the gradient tape exported back with ad.to_onnx runs in
+onnxruntime and agrees, and ad.check passes on the imported program. The five models are exported
+once per session (~1 s); the module costs ~NN s."""
+from __future__ import annotations
+
+import io
+import warnings
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+from torch import nn  # noqa: E402
+
+import ad  # noqa: E402
+
+
+class CNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv, self.bn = nn.Conv2d(2, 4, 3, padding=1), nn.BatchNorm2d(4)
+        self.pool, self.fc = nn.MaxPool2d(2), nn.Linear(4 * 3 * 3, 3)
+
+    def forward(self, x):
+        return self.fc(torch.flatten(self.pool(torch.relu(self.bn(self.conv(x)))), 1))
+
+
+class Residual(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1, self.bn1 = nn.Conv2d(3, 3, 3, padding=1), nn.BatchNorm2d(3)
+        self.conv2, self.bn2 = nn.Conv2d(3, 3, 3, padding=1), nn.BatchNorm2d(3)
+
+    def forward(self, x):
+        return torch.relu(x + self.bn2(self.conv2(torch.relu(self.bn1(self.conv1(x))))))
+
+
+class LSTM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(3, 4, batch_first=True)
+
+    def forward(self, x):
+        return self.lstm(x)[0]
+
+
+class Encoder(nn.Module):
+    """is_causal passed explicitly: the TorchScript tracer otherwise feeds it as a tensor."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True)
+
+    def forward(self, x):
+        return self.layer(x, is_causal=False)
+
+
+MODELS = {   # name -> (module factory, input shape)
+    "mlp": (lambda: nn.Sequential(nn.Linear(3, 5), nn.Tanh(), nn.Linear(5, 2)), (4, 3)),
+    "cnn": (CNN, (2, 2, 6, 6)),
+    "residual": (Residual, (1, 3, 5, 5)),
+    "lstm": (LSTM, (2, 5, 3)),
+    "transformer": (Encoder, (2, 4, 8)),
+}
+
+
+def export(module: nn.Module, x: torch.Tensor) -> bytes:
+    """The model's ONNX bytes: batch norm kept as a node (PRESERVE, eval mode; EVAL would fuse it
+    into the conv), no constant folding (so the initializers keep torch's parameter names)."""
+    buf = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(module, (x,), buf, dynamo=False, input_names=["x"], output_names=["y"],
+                          training=torch.onnx.TrainingMode.PRESERVE, do_constant_folding=False)
+    return buf.getvalue()
+
+
+def build(name: str, seed: int = 0):
+    """(torch module, input, ONNX bytes): float64, every parameter and batch-norm statistic
+    perturbed so that none is a default (the exporter merges equal initializers)."""
+    torch.manual_seed(seed)
+    factory, shape = MODELS[name]
+    module = factory().double().eval()
+    with torch.no_grad():
+        for p in module.parameters():
+            p.add_(0.1 * torch.randn_like(p))
+        for m in module.modules():
+            if isinstance(m, nn.BatchNorm2d):
+                m.running_mean.uniform_(-0.5, 0.5)
+                m.running_var.uniform_(0.5, 1.5)
+    x = torch.randn(*shape, dtype=torch.float64)
+    return module, x, export(module, x)
+
+
+@pytest.fixture(scope="module")
+def models():
+    return {name: build(name) for name in MODELS}
+
+
+def setup(models, name):
+    module, x, data = models[name]
+    prog = ad.from_onnx(data)
+    cot = np.random.default_rng(1).normal(size=module(x).shape)
+
+    def loss(x, params):
+        return np.sum(prog.function(x, params) * cot)
+    return module, x, prog, cot, loss
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_forward_equals_torch(models, name):
+    module, x, prog, _, _ = setup(models, name)
+    buffers = {n for n, b in module.named_buffers() if b.is_floating_point()}   # batch-norm statistics
+    assert set(prog.params) == {n for n, _ in module.named_parameters()} | buffers
+    with torch.no_grad():
+        want = module(x).numpy()
+    np.testing.assert_allclose(prog(x.numpy()), want, rtol=1e-10, atol=1e-12)
+    assert any(e.source.startswith(tuple(n.op_type for n in prog.nodes)) for e in prog.tape.eqns)
+
+
+def torch_grads(module, x, cot):
+    x = x.clone().requires_grad_(True)
+    module.zero_grad()
+    (module(x) * torch.from_numpy(cot)).sum().backward()
+    return x.grad.numpy(), {n: p.grad.numpy() for n, p in module.named_parameters()}
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_gradient_equals_torch_autograd(models, name):
+    module, x, prog, cot, loss = setup(models, name)
+    gx, gp = ad.grad(loss, argnums=(0, 1))(x.numpy(), prog.params)
+    want_x, want_p = torch_grads(module, x, cot)
+    np.testing.assert_allclose(gx, want_x, rtol=1e-9, atol=1e-12)
+    for n, g in want_p.items():
+        np.testing.assert_allclose(gp[n], g, rtol=1e-9, atol=1e-12, err_msg=n)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_gradient_tape_runs_in_onnxruntime(models, name):
+    module, x, prog, cot, loss = setup(models, name)
+    gt = ad.grad_tape(loss, x.numpy(), prog.params, argnums=(0, 1))
+    model = ad.to_onnx(gt)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    args = [x.numpy(), *prog.params.values()]
+    outs = sess.run(None, dict(zip([i.name for i in model.graph.input], args)))
+    want_x, want_p = torch_grads(module, x, cot)
+    np.testing.assert_allclose(outs[0], float(np.sum(module(x).detach().numpy() * cot)), rtol=1e-10)
+    grads = dict(zip(["x", *prog.params], outs[1:]))
+    for n, want in [("x", want_x), *want_p.items()]:
+        np.testing.assert_allclose(grads[n], want, rtol=1e-9, atol=1e-12, err_msg=n)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_checker_passes_on_the_imported_program(models, name):
+    _, x, prog, _, loss = setup(models, name)
+    report = ad.check(loss, x.numpy(), prog.params)
+    assert report.ok, report
