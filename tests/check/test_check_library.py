@@ -35,6 +35,9 @@ def test_every_library_rule_passes_every_check(record_property):
     assert set(labels) == {p.name for p in sampled()}
     compositions = [r for r in reports if isinstance(r, ProgramReport)]
     assert all(r.title.startswith("check ") and r.equations for r in compositions)
+    rules = [e for r in reports for e in (r.equations if isinstance(r, ProgramReport) else [r])]
+    transposed = {r.primitive for r in rules if r["forward.transpose"].status == "pass"}
+    assert {p.name for p in sampled() if p.linear is not None} <= transposed   # every declared transpose
     for name in ("sin", "add", "maximum", "sum", "clip"):     # several shapes, both dtypes
         shapes = {label.split()[-2] for label in labels[name] if "float" in label}
         assert len(shapes) >= 3 and any("float32" in label for label in labels[name]), labels[name]
