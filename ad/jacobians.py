@@ -108,7 +108,7 @@ def jacfwd(f, argnums=0, *, form: str = "lifted", holomorphic: bool = False):
         def block(i, j):
             if columns[j] is None or _no_tangent(columns[j], i):
                 return None
-            return np.stack([np.asarray(c[i]) for c in columns[j]], axis=-1).reshape(
+            return np.stack([c[i] for c in columns[j]], axis=-1).reshape(
                 np.shape(out_leaves[i]) + np.shape(in_leaves[j]))
         return _assemble(out_leaves, out_tree, in_leaves, in_tree, block)
     return jacfwd_f
@@ -185,7 +185,7 @@ def jacrev(f, argnums=0, *, form: str = "lifted", holomorphic: bool = False, max
         def block(i, j):
             if rows[i] is None or not rows[i] or rows[i][0][j] is None:
                 return None
-            return np.stack([np.asarray(r[j]) for r in rows[i]]).reshape(np.shape(ys[i]) + np.shape(in_leaves[j]))
+            return np.stack([r[j] for r in rows[i]]).reshape(np.shape(ys[i]) + np.shape(in_leaves[j]))
         return _assemble(ys, t.primal.out_tree, in_leaves, in_tree, block)
     jacrev_f.cache_info = cache.info
     return jacrev_f
