@@ -11,6 +11,11 @@ probabilities); parameters outside their domain give ``nan`` as the formulas do.
 that scipy.special has no closed form for (``gamma.cdf`` in its shape ``a``, ``t.cdf`` in
 ``df``...) raise ``NonDifferentiableError`` when asked for, never a silent zero. Methods that
 ad does not write (``rvs``, ``ppf``, ``fit``, ...) are scipy's own, for plain arrays.
+
+One exception to compositions: ``multivariate_normal.cdf`` is a primitive whose impl is scipy's
+integration (Genz's from 3 dimensions on) and whose rule conditions on one coordinate (the
+gradient in the bounds) or two (Plackett's identity, the covariance), with the same primitive a
+dimension or two lower (docs/scipy.md).
 """
 from __future__ import annotations
 
