@@ -61,7 +61,7 @@ def test_render_command_writes_a_page_per_notebook(site):
 
 
 def test_each_debugger_embeds_its_session_and_its_page_the_scripts_once(site):
-    """The tour, the bug hunt, the spectra and the scipy model show a debugger each; its page carries the session it had
+    """The tour, the rule (in forward mode), the bug hunt, the spectra and the scipy model show a debugger each; its page carries the session it had
     when the cell showed it, and the view's module, stylesheet and Graphviz once."""
     sessions = {}
     for notebook in NOTEBOOKS:
@@ -82,6 +82,8 @@ def test_each_debugger_embeds_its_session_and_its_page_the_scripts_once(site):
     assert spectra["start"]["selected"] == "%1"             # the complex spectrum, at abs's pullback
     card = spectra["html"][spectra["vars"]["%1"]["inspector"]]
     assert "complex128" in card and "|z|" in card and "∠" in card     # magnitude and phase
+    rule = sessions.pop(next(n.stem for n in NOTEBOOKS if "writing_a_rule" in n.stem))
+    assert rule["steps"]["pullback"][rule["start"]["index"]]["text"].startswith("tangent, step")   # forward mode
     scipy = sessions.pop(next(n.stem for n in NOTEBOOKS if "scipy" in n.stem))
     assert "scipy.special.gammaln" in scipy["steps"]["pullback"][scipy["start"]["index"]]["text"]
     assert not sessions, f"unexpected debuggers in {sorted(sessions)}"
