@@ -989,6 +989,75 @@ def _gather_nd(n, x, indices):
     return x[where]
 
 
+def _heads(x, heads, n, what):
+    """(B, S, H*D) -> (B, H, S, D); 4-D inputs are already in that layout."""
+    if np.ndim(x) == 4:
+        return x
+    if heads is None:
+        raise n.error(f"3-D {what} needs the attribute {'q_num_heads' if what == 'Q' else 'kv_num_heads'}")
+    b, s, hd = np.shape(x)
+    return np.transpose(np.reshape(x, (b, s, heads, hd // heads)), (0, 2, 1, 3))
+
+
+@op("Attention")
+def _attention(n, q, k, v, mask=None, past_k=None, past_v=None, nonpad_kv_seqlen=None):
+    """Scaled dot-product attention (opset 23): 3-D or 4-D inputs, grouped key/value heads, a
+    boolean or additive mask, ``is_causal`` (aligned bottom-right when a past is given), a past
+    key/value cache, ``softcap``. Fully masked rows give 0, as ONNX defines."""
+    if nonpad_kv_seqlen is not None:
+        raise n.error("the nonpad_kv_seqlen input (an external KV cache) is not supported")
+    rank = np.ndim(q)
+    q = _heads(q, n.attr("q_num_heads", None), n, "Q")
+    kv_heads = n.attr("kv_num_heads", None)
+    k, v = _heads(k, kv_heads, n, "K"), _heads(v, kv_heads, n, "V")
+    if n.attr("qk_matmul_output_mode", 0) or (len(n.proto.output) > 3 and n.proto.output[3]):
+        raise n.error("the qk_matmul_output output is not supported")
+    dt = np.result_type(q)
+    precision = n.attr("softmax_precision", None)
+    if precision is not None and dtype_of(precision, f"node {n.name!r}") != dt:
+        raise n.error("softmax_precision other than the inputs' type is not supported")
+    scale = n.attr("scale", None)
+    scale = 1 / math.sqrt(np.shape(q)[-1]) if scale is None else scale
+    if past_k is not None:
+        k, v = np.concatenate([past_k, k], axis=2), np.concatenate([past_v, v], axis=2)
+    present_k, present_v = k, v
+    sq, skv = np.shape(q)[2], np.shape(k)[2]
+    bias = None
+    if mask is not None:
+        if np.shape(mask)[-1] < skv:
+            fill = False if np.result_type(mask) == np.bool_ else -np.inf
+            mask = np.pad(mask, [(0, 0)] * (np.ndim(mask) - 1) + [(0, skv - np.shape(mask)[-1])],
+                          constant_values=fill)
+        bias = np.where(mask, _const(0, q), _const(-np.inf, q)) if np.result_type(mask) == np.bool_ else mask
+    if n.attr("is_causal", 0):
+        offset = 0 if past_k is None else np.shape(past_k)[2]
+        allowed = np.arange(skv)[None, :] <= np.arange(sq)[:, None] + offset
+        causal = np.where(allowed, _const(0, q), _const(-np.inf, q))
+        bias = causal if bias is None else bias + causal
+    hq, hk = np.shape(q)[1], np.shape(k)[1]
+    if hq != hk:
+        if hq % hk:
+            raise n.error(f"{hq} query heads are not a multiple of {hk} key/value heads")
+        k, v = np.repeat(k, hq // hk, axis=1), np.repeat(v, hq // hk, axis=1)
+    root = _const(math.sqrt(scale), q)       # ONNX scales both sides: the same rounding in float16
+    scores = (q * root) @ (np.swapaxes(k, -1, -2) * root)
+    softcap = n.attr("softcap", 0.0)
+    if softcap > 0:
+        scores = np.tanh(scores / _const(softcap, q)) * _const(softcap, q)
+    if bias is not None:
+        scores = scores + bias
+    weights = nn.softmax(scores, axis=-1)
+    if bias is not None:
+        dead = np.isinf(np.max(bias, axis=-1, keepdims=True))
+        if isinstance(dead, Tracer) or np.any(dead):
+            weights = np.where(dead, _const(0, weights), weights)
+    y = (weights @ v).astype(dt) if np.result_type(weights) != dt else weights @ v
+    if rank == 3:
+        b, h, s, d = np.shape(y)
+        y = np.reshape(np.transpose(y, (0, 2, 1, 3)), (b, s, h * d))
+    return y, present_k, present_v
+
+
 def _softmax(f):
     """Softmax over ``axis`` (opset >= 13); before, over the flattened axes from ``axis`` on."""
     def run(n, x):
