@@ -23,6 +23,7 @@ import numpy as np
 
 import ad
 
+from . import cli_import
 from .draw import VIEWS
 from .export import FORMATS, SUFFIXES, export_bytes
 from .graph import values_of
@@ -141,11 +142,14 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--seed", type=int, default=0, help="seed of randn/rand")
     ex.add_argument("--title")
     ex.add_argument("--renderer", choices=RENDERERS, default="auto")
+    cli_import.add_parser(sub)
     return parser
 
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "import":
+        return cli_import.run(args)
     try:
         data = _export(args)
     except (ValueError, TypeError, KeyError, AttributeError, ImportError, OSError, RenderError) as exc:
