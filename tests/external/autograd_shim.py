@@ -5,8 +5,8 @@ autograd's tests import ``autograd.numpy as np`` and differentiate with ``autogr
 names: ``autograd.numpy`` *is* plain numpy (the code under test is then plain numpy code, which is
 what ``ad`` traces), ``autograd.scipy.*`` is plain scipy, and the differential operators are
 written here on ``ad.grad``, ``ad.value_and_grad``, ``ad.vjp`` and, for forward mode
-(``make_jvp``, ``deriv``, ``jacobian``, ``hessian``, ``defjvp``), ``ad.jvp``, ``ad.jacobian``,
-``ad.hessian`` and ``ad.frule``. autograd's internals (``vspace``, boxes, ``const_graph``) are not
+(``make_jvp``, ``deriv``, ``jacobian``, ``hessian``, ``make_hvp``, ``defjvp``), ``ad.jvp``,
+``ad.jacobian``, ``ad.hessian``, ``ad.hvp`` and ``ad.frule``. autograd's internals (``vspace``, boxes, ``const_graph``) are not
 mapped, so importing them fails with ImportError, and its VJP table is an empty dict.
 
 ``check_grads`` follows autograd's algorithm and messages: for mode ``"fwd"`` a JVP against a
@@ -126,7 +126,8 @@ def hessian(fun, x):
 
 @unary_to_nary
 def make_hvp(fun, x):
-    return core_make_vjp(grad(fun), x)
+    """``(hvp, gradient)``, the product by ``ad.hvp`` (forward over reverse)."""
+    return (lambda v: ad.hvp(fun, (x,), (v,))[1]), ad.grad(fun)(x)
 
 
 @unary_to_nary
