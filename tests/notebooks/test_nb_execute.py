@@ -20,8 +20,8 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 
 
-def test_the_course_has_its_eight_notebooks():
-    assert [p.name[:3] for p in NOTEBOOKS] == ["01_", "02_", "03_", "04_", "05_", "06_", "07_", "08_"]
+def test_the_course_has_its_nine_notebooks():
+    assert [p.name[:3] for p in NOTEBOOKS] == ["01_", "02_", "03_", "04_", "05_", "06_", "07_", "08_", "09_"]
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
@@ -61,7 +61,8 @@ def test_render_command_writes_a_page_per_notebook(site):
 
 
 def test_each_debugger_embeds_its_session_and_its_page_the_scripts_once(site):
-    """The tour, the rule (in forward mode), the bug hunt, the spectra and the scipy model show a debugger each; its page carries the session it had
+    """The tour, the rule (in forward mode), the bug hunt, the spectra, the scipy model and the imported ONNX
+    model show a debugger each; its page carries the session it had
     when the cell showed it, and the view's module, stylesheet and Graphviz once."""
     sessions = {}
     for notebook in NOTEBOOKS:
@@ -86,6 +87,8 @@ def test_each_debugger_embeds_its_session_and_its_page_the_scripts_once(site):
     assert rule["steps"]["pullback"][rule["start"]["index"]]["text"].startswith("tangent, step")   # forward mode
     scipy = sessions.pop(next(n.stem for n in NOTEBOOKS if "scipy" in n.stem))
     assert "scipy.special.gammaln" in scipy["steps"]["pullback"][scipy["start"]["index"]]["text"]
+    imported = sessions.pop(next(n.stem for n in NOTEBOOKS if "onnx_import" in n.stem))
+    assert imported["steps"]["pullback"][imported["start"]["index"]]["text"].endswith("pullback of %9 (im2col)")
     assert not sessions, f"unexpected debuggers in {sorted(sessions)}"
 
 
