@@ -295,7 +295,8 @@ def test_multivariate_cdf_values_equal_scipy():
     mvn, smvn = ads.multivariate_normal, st.multivariate_normal
     for args, kw in (((PTS[:, :2], MEAN[:2], C2), {}), ((PTS[0, :2], MEAN[:2], C2), {}),
                      ((PTS[:, :2], MEAN[:2], C2), {"lower_limit": np.array([-1.0, -0.5])}),
-                     ((X, 0.5, 2.0), {"lower_limit": 0.0}),     # swapped limits: negative (scipy's 2-d swap fails)
+                     ((X, 0.5, 2.0), {"lower_limit": 0.0}),     # limits swapped: negative
+                     ((PTS[0, :2], MEAN[:2], C2), {"lower_limit": PTS[0, :2] + [1.0, -1.0]}),
                      ((X, 0.5, 2.0), {}), ((1.2, 0.5, 2.0), {"lower_limit": -0.3}),     # one dimension: ndtr
                      ((RNG.standard_normal((2, 4, 2)), MEAN[:2], np.array([1.0, 2.0])), {}),
                      ((PTS[:2], MEAN, C3), {"abseps": 1e-7, "rng": 3}), ((PTS[:2], MEAN, C3), {})):
@@ -315,6 +316,8 @@ def test_multivariate_cdf_gradients_in_two_dimensions():
     differentiates(lambda x, m, c: ads.multivariate_normal.cdf(x, m, c), PTS[:, :2], MEAN[:2], C2)
     differentiates(lambda x, m, c, lo: ads.multivariate_normal.logcdf(x, m, c, lower_limit=lo),
                    PTS[:, :2] + 1.0, MEAN[:2], C2, lower)
+    differentiates(lambda x, c, lo: ads.multivariate_normal.cdf(x, MEAN[:2], c, lower_limit=lo),   # swapped: oriented
+                   PTS[0, :2], C2, PTS[0, :2] + np.array([1.0, -1.0]))
     differentiates(lambda x, d: ads.multivariate_normal.cdf(x, np.zeros(2), d), PTS[:, :2], np.array([1.0, 2.0]))
     differentiates(lambda x, s: ads.multivariate_normal.cdf(x, 0.5, s), X, 2.0)          # 1-d: ndtr
 
