@@ -1010,8 +1010,9 @@ def _attention(n, q, k, v, mask=None, past_k=None, past_v=None, nonpad_kv_seqlen
     q = _heads(q, n.attr("q_num_heads", None), n, "Q")
     kv_heads = n.attr("kv_num_heads", None)
     k, v = _heads(k, kv_heads, n, "K"), _heads(v, kv_heads, n, "V")
-    if n.attr("qk_matmul_output_mode", 0) or (len(n.proto.output) > 3 and n.proto.output[3]):
-        raise n.error("the qk_matmul_output output is not supported")
+    mode = n.attr("qk_matmul_output_mode", 0)
+    if mode not in (0, 1, 2, 3):
+        raise n.error(f"qk_matmul_output_mode={mode}")
     dt = np.result_type(q)
     precision = n.attr("softmax_precision", None)
     if precision is not None and dtype_of(precision, f"node {n.name!r}") != dt:
@@ -1044,6 +1045,7 @@ def _attention(n, q, k, v, mask=None, past_k=None, past_v=None, nonpad_kv_seqlen
     softcap = n.attr("softcap", 0.0)
     if softcap > 0:
         scores = np.tanh(scores / _const(softcap, q)) * _const(softcap, q)
+    qk = scores                               # modes 0 and 1: the (soft-capped) scaled product
     if bias is not None:
         scores = scores + bias
     weights = nn.softmax(scores, axis=-1)
@@ -1051,11 +1053,12 @@ def _attention(n, q, k, v, mask=None, past_k=None, past_v=None, nonpad_kv_seqlen
         dead = np.isinf(np.max(bias, axis=-1, keepdims=True))
         if isinstance(dead, Tracer) or np.any(dead):
             weights = np.where(dead, _const(0, weights), weights)
+    qk = {2: scores, 3: weights}.get(mode, qk)
     y = (weights @ v).astype(dt) if np.result_type(weights) != dt else weights @ v
     if rank == 3:
         b, h, s, d = np.shape(y)
         y = np.reshape(np.transpose(y, (0, 2, 1, 3)), (b, s, h * d))
-    return y, present_k, present_v
+    return y, present_k, present_v, qk
 
 
 def _softmax(f):
