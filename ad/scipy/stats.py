@@ -529,9 +529,10 @@ class multivariate_normal_gen(_Distribution):
 
     def cdf(self, x, mean=None, cov=1, allow_singular=False, maxpts=None, abseps=1e-5, releps=1e-5, *,
             lower_limit=None, rng=None):
-        """P(lower_limit < X < x), scipy's oriented box probability: scipy's integration (exact
-        in 1 and 2 dimensions, Genz's randomized lattice rule from 3 on, to ``abseps``) as the
-        primitive ``_box`` binds; see ``_mvn_cdf_rule`` for its gradients. ``rng`` seeds the
+        """P(lower_limit < X < x), scipy's oriented box probability and its values: ndtr in 1
+        dimension, from 2 on the primitive ``mvn_cdf_p`` (scipy's integration: exact in 2-d,
+        Genz's randomized lattice rule to ``abseps`` from 3-d on; its gradients:
+        ``_mvn_cdf_rule``). ``rng`` seeds the
         lattice's shifts: an int as in scipy, None as 0 (scipy draws fresh shifts from numpy's
         global generator: a function ad differentiates must give one value each time it runs),
         a Generator or RandomState gives an int seed drawn from it."""
