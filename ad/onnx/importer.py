@@ -1453,6 +1453,19 @@ def from_onnx(model_or_path, *, inputs=None) -> OnnxProgram:
 
     ``inputs`` fixes the graph inputs' shapes (and the example values ``prog.tape`` is traced
     on): arrays or shape tuples, in graph order or by name; needed for dynamic dimensions.
+
+    >>> from onnx import TensorProto, helper
+    >>> graph = helper.make_graph(
+    ...     [helper.make_node("Tanh", ["x"], ["y"], name="block/act")], "g",
+    ...     [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [3])],
+    ...     [helper.make_tensor_value_info("y", TensorProto.DOUBLE, [3])])
+    >>> prog = ad.from_onnx(helper.make_model(graph))
+    >>> print(prog.tape)
+    { lambda %0:f64[3] ; let
+        %1:f64[3] = tanh %0
+      in (%1) }
+    >>> prog.tape.eqns[0].source
+    'Tanh (block/act)'
     """
     return OnnxProgram(load(model_or_path), inputs)
 
