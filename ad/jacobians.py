@@ -211,7 +211,8 @@ def jacobian(f, argnums=0, *, form: str = "lifted", holomorphic: bool = False):
         key = (structure,) + signature(leaves)
         if key not in sizes:
             outs = trace(f, *args).outputs
-            sizes[key] = (sum(v.aval.size for v in outs), any(np.issubdtype(v.aval.dtype, np.complexfloating) for v in outs))
+            sizes[key] = (sum(v.aval.size for v in outs),
+                          any(np.issubdtype(v.aval.dtype, np.complexfloating) for v in outs))
         n_out, complex_out = sizes[key]
         n_in = sum(int(np.size(x)) for x in _diff(args, argnums)[2][0])
         use_fwd = n_in <= n_out or complex_out and not holomorphic

@@ -6,8 +6,9 @@ names: ``autograd.numpy`` *is* plain numpy (the code under test is then plain nu
 what ``ad`` traces), ``autograd.scipy.*`` is plain scipy, and the differential operators are
 written here on ``ad.grad``, ``ad.value_and_grad``, ``ad.vjp`` and, for forward mode
 (``make_jvp``, ``deriv``, ``jacobian``, ``hessian``, ``make_hvp``, ``defjvp``), ``ad.jvp``,
-``ad.jacobian``, ``ad.hessian``, ``ad.hvp`` and ``ad.frule``. autograd's internals (``vspace``, boxes, ``const_graph``) are not
-mapped, so importing them fails with ImportError, and its VJP table is an empty dict.
+``ad.jacobian``, ``ad.hessian``, ``ad.hvp`` and ``ad.frule``. autograd's internals (``vspace``,
+boxes, ``const_graph``) are not mapped, so importing them fails with ImportError, and its VJP
+table is an empty dict.
 
 ``check_grads`` follows autograd's algorithm and messages: for mode ``"fwd"`` a JVP against a
 numerical JVP, for ``"rev"`` a VJP against it along random directions, then for ``order=2`` the
