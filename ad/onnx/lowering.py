@@ -26,6 +26,7 @@ from ..lib.reductions import (all_p, any_p, argmax_p, argmin_p, cumprod_p, cumsu
                               min_p, prod_p, sum_p, running_arg_p)
 from ..lib.selection import argpartition_p, searchsorted_p
 from ..lib.shape import concatenate_p, roll_p
+from ..forward import opaque_pushforward_p
 from ..lib.fft import fftn_p, irfftn_p, rfftn_p
 from ..lib.values import imag_p, real_p, round_p
 from ..lift import opaque_pullback_p, opaque_rrule_p
@@ -54,6 +55,7 @@ NOT_LOWERED = {
           "[re, im] pairs; no lowering yet)" for p in (fftn_p, rfftn_p, irfftn_p)},
     opaque_rrule_p: _CLOSURE,
     opaque_pullback_p: _CLOSURE,
+    opaque_pushforward_p: _CLOSURE,
 }
 _SCIPY = ("a scipy function (special functions, scipy.linalg, scipy.signal, scipy.integrate...): "
           "ONNX has no operator for it; no lowering yet")
