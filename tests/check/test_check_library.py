@@ -1,5 +1,6 @@
-"""Every rule of the registry (ad.lib and ad.nn) passes every check at its declared samples,
-several shapes and dtypes, and at kinks where a subgradient applies: no false positives."""
+"""Every rule of the registry (ad.lib, ad.nn and ad.scipy) passes every check at its declared
+samples, several shapes and dtypes, and at kinks where a subgradient applies: no false positives.
+ad.scipy's modules are imported here, so the check covers them in any test order."""
 import time
 from collections import defaultdict
 
@@ -8,6 +9,11 @@ import pytest
 
 import ad
 import ad.nn
+import ad.scipy.integrate  # noqa: F401  (ad.scipy's primitives join the registry)
+import ad.scipy.linalg  # noqa: F401
+import ad.scipy.signal  # noqa: F401
+import ad.scipy.special  # noqa: F401
+import ad.scipy.stats  # noqa: F401
 from ad.checks import ProgramReport, check_rule
 from ad.checks.library import check_library, sampled
 
@@ -18,6 +24,11 @@ def test_the_library_check_reads_the_registry_at_call_time():
     assert {p.kind for p in sampled()} == {"pure", "random", "guard"}
 
 
+# Warnings that say what a rule cannot do, by name (never a wrong result).
+EXPECTED_WARNINGS = {("scipy.integrate.odeint", "fd.jvp"): "forward mode refuses odeint: its pullback "
+                     "(the adjoint solve) has no transpose and no derivative, and it has no frule"}
+
+
 @pytest.mark.timeout(120)      # the suite's budget for it; the measured duration is recorded
 def test_every_library_rule_passes_every_check(record_property):
     start = time.perf_counter()
@@ -26,7 +37,7 @@ def test_every_library_rule_passes_every_check(record_property):
     record_property("library_check_seconds", round(duration, 2))
     print(f"\nwhole-library check: {len(reports)} cases in {duration:.1f} s")
     problems = [f"{r.title}: {c.name}: {c.message}" for r in reports for c in r.checks
-                if c.status in ("fail", "warn")]
+                if c.status == "fail" or c.status == "warn" and (getattr(r, "primitive", None), c.name) not in EXPECTED_WARNINGS]
     assert not problems, "\n".join(problems)
     labels = defaultdict(set)
     for r in reports:
