@@ -135,7 +135,7 @@ def run(rounds: int = 7) -> str:
     torch = optional("torch")
     if torch is not None:
         parts.append(cnn_tables(torch, rounds))
-    parts.append(chain_table(max(3, rounds // 2)))
+    parts.append(chain_table(rounds))
     return "\n".join(parts)
 
 
