@@ -188,8 +188,9 @@ class Node:
     def static(self, x, what: str) -> np.ndarray:
         """A value the op needs at import (a shape, axes, pads): refused if it depends on the inputs."""
         if isinstance(x, Tracer):
-            raise self.error(f"its {what} depends on the model's inputs; only static values are "
-                             "supported (pass inputs= with concrete shapes, or fold the model first)")
+            raise self.error(f"its {what} depends on the model's inputs or parameters (float initializers); "
+                             "only static values are supported here (pass inputs= with concrete shapes, "
+                             "or fold the model first)")
         return np.asarray(x)
 
     def ints(self, x, what: str) -> tuple[int, ...]:
@@ -632,15 +633,30 @@ def _scatter_elements(n, x, indices, updates):
     grid = list(np.indices(idx.shape, sparse=True))
     grid[axis] = idx
     where = tuple(np.broadcast_to(g, idx.shape) for g in grid)
+    out = np.copy(x)
     if reduction == "none":
-        out = np.copy(x)
         out[where] = updates
         return out
     if reduction == "add":
-        flat = np.ravel_multi_index(where, np.shape(x)).reshape(-1)
-        scatter = np.zeros((np.size(x), flat.size), np.result_type(x))
-        scatter[flat, np.arange(flat.size)] = 1
-        return x + np.reshape(scatter @ np.reshape(updates, (-1,)), np.shape(x))
+        np.add.at(out, where, updates)
+        return out
+    raise n.error(f"reduction={reduction!r} is not supported (none, add)")
+
+
+@op("ScatterND")
+def _scatter_nd(n, x, indices, updates):
+    reduction = n.attr("reduction", "none")
+    idx = n.static(indices, "indices").astype(np.int64)
+    k = idx.shape[-1]
+    idx = np.where(idx < 0, idx + np.array(np.shape(x)[:k]), idx)
+    where = tuple(idx[..., j] for j in range(k))
+    out = np.copy(x)
+    if reduction == "none":
+        out[where] = updates
+        return out
+    if reduction == "add":
+        np.add.at(out, where, updates)
+        return out
     raise n.error(f"reduction={reduction!r} is not supported (none, add)")
 
 
