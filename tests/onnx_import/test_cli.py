@@ -1,6 +1,6 @@
 """``tapeviz import`` run as a program (subprocess) on a small PyTorch-exported CNN: the gradient
 drawn to SVG and written as ONNX, that graph run in onnxruntime against torch autograd; the
-listing; refusals with a message and status 1. Cost: ~5 s (one export, three processes)."""
+listing; refusals with a message and status 1. Cost: ~7 s (one export, four processes)."""
 from __future__ import annotations
 
 import os
