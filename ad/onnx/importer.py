@@ -284,8 +284,12 @@ def _mod(n, a, b):
 
 @op("IsInf")
 def _isinf(n, x):
-    pos, neg = n.attr("detect_positive", 1), n.attr("detect_negative", 1)
-    return np.isinf(x) & ((x > 0) if pos and not neg else (x < 0) if neg and not pos else np.isinf(x))
+    y = np.isinf(x)
+    if not n.attr("detect_positive", 1):
+        y = y & (x < 0)
+    if not n.attr("detect_negative", 1):
+        y = y & (x > 0)
+    return y
 
 
 @op("Where")
@@ -458,8 +462,8 @@ for _name, (_f, _since) in _REDUCTIONS.items():
     op(_name)(_reduce(_f, _since))
 
 
-def _int64(i):
-    return i.astype(np.int64) if isinstance(i, Tracer) else np.asarray(i).astype(np.int64)
+def _astype(x, dtype):
+    return x.astype(dtype) if isinstance(x, Tracer) else np.asarray(x).astype(dtype)
 
 
 def _arg(f):
@@ -470,7 +474,7 @@ def _arg(f):
             i = np.shape(x)[axis] - 1 - f(np.flip(x, axis), axis=axis, keepdims=keepdims)
         else:
             i = f(x, axis=axis, keepdims=keepdims)
-        return _int64(i)
+        return _astype(i, np.int64)
     return run
 
 
@@ -487,7 +491,7 @@ def _topk(n, x, k=None):
     flipped = np.iinfo(dt).max - x if np.issubdtype(dt, np.unsignedinteger) else -x
     order = np.argsort(flipped if largest else x, axis=axis, kind="stable")
     idx = np.take(order, np.arange(k), axis=axis)
-    return np.take_along_axis(x, idx, axis=axis), _int64(idx)
+    return np.take_along_axis(x, idx, axis=axis), _astype(idx, np.int64)
 
 
 @op("CumSum")
@@ -680,8 +684,7 @@ def _pad(n, x, pads=None, value=None, axes=None):
         pads, value = n.attr("pads"), n.attr("value", 0.0)
     else:
         pads = n.ints(pads, "pads")
-        value = 0 if value is None else n.static(value, "constant_value").reshape(-1)[0] \
-            if np.size(value) else 0
+        value = 0 if value is None or np.size(value) == 0 else n.static(value, "constant_value").reshape(-1)[0]
     ndim = np.ndim(x)
     axes = range(ndim) if axes is None else [_axis(a, ndim) for a in n.ints(axes, "axes")]
     k = len(pads) // 2
@@ -703,15 +706,13 @@ def _pad(n, x, pads=None, value=None, axes=None):
 def _cast(n, x):
     n.attr("saturate", 1)      # only meaningful for float8 types, which dtype_of refuses
     n.attr("round_mode", "up")
-    dtype = dtype_of(n.attr("to"), f"node {n.name!r} (Cast)")
-    return x.astype(dtype) if isinstance(x, Tracer) else np.asarray(x).astype(dtype)
+    return _astype(x, dtype_of(n.attr("to"), f"node {n.name!r} (Cast)"))
 
 
 @op("CastLike")
 def _cast_like(n, x, like):
     n.attr("saturate", 1)
-    dtype = np.result_type(like)
-    return x.astype(dtype) if isinstance(x, Tracer) else np.asarray(x).astype(dtype)
+    return _astype(x, np.result_type(like))
 
 
 @op("Constant")
