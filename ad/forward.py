@@ -423,9 +423,28 @@ class LinearMap:
         self._compiled = compiled
 
     def __call__(self, *tangents):
-        flat = list(self.residuals) + tangent_leaves(self._primal, self._argnums, self._wrt, self._slots, tangents)
-        outs = self._compiled.call_flat(flat) if self._compiled else eval_tape(self.tape, flat)
-        return output_tangents(self._primal, self._lin.tangent_slots, list(outs))
+        return output_tangents(self._primal, self._lin.tangent_slots, self._run(
+            tangent_leaves(self._primal, self._argnums, self._wrt, self._slots, tangents)))
+
+    def _run(self, tangents: list) -> list:
+        flat = list(self.residuals) + tangents
+        return list(self._compiled.call_flat(flat) if self._compiled else eval_tape(self.tape, flat))
+
+    def columns(self, leaf: int) -> list | None:
+        """The tangent tape run on each unit vector of the differentiated input leaf ``leaf``
+        (zeros elsewhere): per element, the output leaves' tangents (None for integer ones);
+        None for a leaf without a tangent. ``ad.jacfwd``'s inner loop, without the pytrees."""
+        slot = self._slots[leaf]
+        if slot < 0:
+            return None
+        avals = [self._primal.inputs[i].aval for i in self._wrt]
+        flat = [np.zeros(a.shape, a.dtype) for a in avals]
+        out = []
+        for e in np.eye(avals[slot].size, dtype=avals[slot].dtype):
+            flat[slot] = e.reshape(avals[slot].shape)
+            ts = self._run(flat)
+            out.append([None if s < 0 else ts[s] for s in self._lin.tangent_slots])
+        return out
 
 
 def tangent_leaves(primal: Tape, argnums, wrt, slots, tangents) -> list:

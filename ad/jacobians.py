@@ -80,30 +80,13 @@ def jacfwd(f, argnums=0, *, form: str = "lifted", holomorphic: bool = False):
         nums, tree, (in_leaves, in_tree) = _diff(args, argnums)
         _refuse_complex_inputs(in_leaves, holomorphic, "jacfwd")
         if form == "closure":
-            def push(ts):
-                tangents = [None] * len(args)
-                for k, t in zip(nums, ts):
-                    tangents[k] = t
-                return jvp(f, args, tuple(tangents), form="closure")
             y = f(*args)
+            columns = [_closure_columns(f, args, nums, argnums, in_leaves, in_tree, j)
+                       for j in range(len(in_leaves))]
         else:
             y, f_jvp = linearize(f, *args, argnums=nums, form=form)
-
-            def push(ts):
-                return None, f_jvp(*ts)
+            columns = [f_jvp.columns(j) for j in range(len(in_leaves))]    # per input leaf, per element
         out_leaves, out_tree = pytree.flatten(y)
-        columns = []        # per input leaf: per output leaf, the stacked columns
-        for j, x in enumerate(in_leaves):
-            if not _is_float(x):
-                columns.append(None)
-                continue
-            cols = []
-            for e in _basis(x):
-                leaves = [None] * len(in_leaves)
-                leaves[j] = e
-                ts = pytree.unflatten(in_tree, leaves)
-                cols.append(pytree.flatten(push((ts,) if isinstance(argnums, int) else ts)[1])[0])
-            columns.append(cols)
 
         def block(i, j):
             if columns[j] is None or _no_tangent(columns[j], i):
@@ -112,6 +95,22 @@ def jacfwd(f, argnums=0, *, form: str = "lifted", holomorphic: bool = False):
                 np.shape(out_leaves[i]) + np.shape(in_leaves[j]))
         return _assemble(out_leaves, out_tree, in_leaves, in_tree, block)
     return jacfwd_f
+
+
+def _closure_columns(f, args, nums, argnums, in_leaves, in_tree, j):
+    """``LinearMap.columns`` by ``ad.jvp``'s closure form, one call per element."""
+    if not _is_float(in_leaves[j]):
+        return None
+    cols = []
+    for e in _basis(in_leaves[j]):
+        leaves = [None] * len(in_leaves)
+        leaves[j] = e
+        ts = pytree.unflatten(in_tree, leaves)
+        tangents = [None] * len(args)
+        for k, t in zip(nums, (ts,) if isinstance(argnums, int) else ts):
+            tangents[k] = t
+        cols.append(pytree.flatten(jvp(f, args, tuple(tangents), form="closure")[1])[0])
+    return cols
 
 
 def _no_tangent(cols, i) -> bool:
