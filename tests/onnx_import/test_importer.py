@@ -98,6 +98,7 @@ def test_gradient_tape_exports_back_to_onnx():
     ort = pytest.importorskip("onnxruntime")
     prog = ad.from_onnx(mlp_model(), inputs=[X])
     gt = ad.grad_tape(lambda x, params: np.sum(prog.function(x, params) ** 2), X, prog.params, argnums=1)
+    assert {"Gemm (mlp/fc1)", "Softmax (mlp/softmax)"} <= {e.source for e in gt.backward.eqns}   # pullbacks too
     model = ad.to_onnx(gt)
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     feeds = dict(zip([i.name for i in model.graph.input], [X, *prog.params.values()]))
