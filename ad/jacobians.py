@@ -14,12 +14,12 @@ imaginary part). A complex input has one Jacobian only when ``f`` is holomorphic
 """
 from __future__ import annotations
 
-import numpy as np
-
 from dataclasses import dataclass
 
+import numpy as np
+
 from . import pytree
-from .api import _argnums_tuple, grad, trace, vjp_tapes
+from .api import _argnums_tuple, _concrete, grad, trace, vjp_tapes
 from .cache import TapeCache, function_cache, signature
 from .codegen import compile_tape
 from .errors import NonDifferentiableError
@@ -29,18 +29,18 @@ from .tape import Tape, eval_tape
 
 
 def _is_complex(x) -> bool:
-    return np.iscomplexobj(x.value if hasattr(x, "value") else x)
+    return np.iscomplexobj(_concrete(x))
 
 
 def _is_float(x) -> bool:
-    return np.issubdtype(np.result_type(x.value if hasattr(x, "value") else x), np.inexact)
+    return np.issubdtype(np.result_type(_concrete(x)), np.inexact)
 
 
 def _diff(args, argnums):
-    """(the differentiated arguments as one tree: the argument, or a tuple of them; its leaves)."""
+    """(the differentiated argument numbers, the leaves and structure of the differentiated
+    arguments as one tree: the argument, or a tuple of them)."""
     nums = _argnums_tuple(argnums, len(args))
-    tree = args[nums[0]] if isinstance(argnums, int) else tuple(args[k] for k in nums)
-    return nums, tree, pytree.flatten(tree)
+    return nums, pytree.flatten(args[nums[0]] if isinstance(argnums, int) else tuple(args[k] for k in nums))
 
 
 def _refuse_complex_inputs(leaves, holomorphic: bool, name: str):
@@ -58,7 +58,7 @@ def _assemble(out_leaves, out_tree, in_leaves, in_tree, block):
 
 def _basis(x):
     """The unit vectors of a leaf's space, each shaped like it (in its dtype)."""
-    shape, dtype = np.shape(x), np.result_type(x.value if hasattr(x, "value") else x)
+    shape, dtype = np.shape(x), np.result_type(_concrete(x))
     return np.eye(int(np.prod(shape)), dtype=dtype).reshape((-1,) + shape)
 
 
@@ -77,7 +77,7 @@ def jacfwd(f, argnums=0, *, form: str = "lifted", holomorphic: bool = False):
         raise ValueError(f"form={form!r}; choose one of {FORMS}")
 
     def jacfwd_f(*args):
-        nums, tree, (in_leaves, in_tree) = _diff(args, argnums)
+        nums, (in_leaves, in_tree) = _diff(args, argnums)
         _refuse_complex_inputs(in_leaves, holomorphic, "jacfwd")
         if form == "closure":
             y = f(*args)
@@ -147,7 +147,7 @@ def jacrev(f, argnums=0, *, form: str = "lifted", holomorphic: bool = False, max
     cache = TapeCache(max_traces)
 
     def jacrev_f(*args):
-        nums, tree, (in_leaves, in_tree) = _diff(args, argnums)
+        nums, (in_leaves, in_tree) = _diff(args, argnums)
         _refuse_complex_inputs(in_leaves, holomorphic, "jacrev")
 
         def new_tape(args):
@@ -167,7 +167,7 @@ def jacrev(f, argnums=0, *, form: str = "lifted", holomorphic: bool = False, max
             raise NonDifferentiableError(
                 "ad.jacrev of a complex output of real inputs: a cotangent sees only the real part; "
                 "use ad.jacfwd (or holomorphic=True for a holomorphic f)")
-        zeros = [np.zeros(np.shape(v), np.result_type(v.value if hasattr(v, "value") else v)) for v in ys]
+        zeros = [np.zeros(np.shape(v), np.result_type(_concrete(v))) for v in ys]
         rows = []           # per output leaf: per row, the gradient leaves
         for i, v in enumerate(ys):
             if not _is_float(v):
@@ -213,7 +213,7 @@ def jacobian(f, argnums=0, *, form: str = "lifted", holomorphic: bool = False):
             sizes[key] = (sum(v.aval.size for v in outs),
                           any(np.issubdtype(v.aval.dtype, np.complexfloating) for v in outs))
         n_out, complex_out = sizes[key]
-        n_in = sum(int(np.size(x)) for x in _diff(args, argnums)[2][0])
+        n_in = sum(int(np.size(x)) for x in _diff(args, argnums)[1][0])
         use_fwd = n_in <= n_out or complex_out and not holomorphic
         return (fwd if use_fwd else rev)(*args)
     return jacobian_f
