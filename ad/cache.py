@@ -5,13 +5,14 @@ A call runs the most recently successful tape first; one whose guards break rais
 partway and the next is tried; when none holds, the function is traced again for these inputs.
 So every call gets the eager answer, and ``cache_info()`` counts what that cost.
 
-One-shot transforms (``ad.jvp``, ``ad.linearize``) keep their caches per function
-(``function_cache``), so calling them again on the same function and signature does not retrace.
+One-shot transforms (``ad.jvp``, ``ad.linearize``, ``ad.hvp``) trace on every call, as JAX's do:
+a cache kept across calls of a call that looks stateless would hold the arrays ``f`` reads from
+outside its arguments as stale constants (a silently wrong answer once they change). Keep a
+transform object (``ad.jacfwd(f)``, ``ad.grad(f)``) or ``f_jvp`` to reuse tapes.
 """
 from __future__ import annotations
 
 import warnings
-import weakref
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -108,24 +109,3 @@ class TapeCache:
         return CacheInfo(self.traces, self.hits, self.guard_failures, len(self.entries),
                          sum(map(len, self.entries.values())), tuple(self.reasons))
 
-
-_PER_FUNCTION: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def function_cache(f, key, max_traces: int = 8) -> TapeCache:
-    """The TapeCache of a one-shot transform of ``f`` (``key``: the transform and its options),
-    kept as long as ``f`` lives. A function that cannot be weakly referenced (a builtin) gets a
-    fresh cache, so it is traced on every call."""
-    try:
-        caches = _PER_FUNCTION.setdefault(f, {})
-    except TypeError:
-        return TapeCache(max_traces)
-    if key not in caches:
-        caches[key] = TapeCache(max_traces)
-    return caches[key]
-
-
-def clear_function_caches():
-    """Forget the one-shot transforms' tapes (after changing an array a function reads from
-    outside its arguments: a tape holds it as a constant)."""
-    _PER_FUNCTION.clear()

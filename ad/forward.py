@@ -21,7 +21,7 @@ import numpy as np
 from . import pytree
 from .api import _trace, _values, _wrt, vjp
 from .backward import Fallback, build
-from .cache import clear_function_caches, function_cache
+from .cache import TapeCache
 from .codegen import compile_tape
 from .core_prims import full_p, positive_p, project
 from .errors import NonDifferentiableError, TraceError, unwrapping_numpy
@@ -53,7 +53,6 @@ def frule(f):
 
     def register(rule):
         prim.frule = rule
-        clear_function_caches()         # tangent tapes traced before hold the derived pushforward
         return rule
     return register
 
@@ -507,10 +506,8 @@ def linearize(f, *primals, argnums=None, form: str = "lifted", optimize: bool = 
     tape holds the linear part. Complex inputs move along complex directions, ``t = dx + i dy``
     (docs/complex.md).
 
-    Tapes are cached per function and argument signature, under their guards, as ``ad.grad``'s
-    (``ad.cache.function_cache``): calling it again on ``f`` re-runs the forward section without
-    tracing. Like ``ad.grad``'s, a tape holds the arrays ``f`` reads from outside its arguments
-    as constants.
+    Each call traces ``f`` (a one-shot transform keeps no tapes: see ``ad.cache``); ``f_jvp``
+    runs the tangent tape as often as wanted.
 
     >>> y, f_jvp = ad.linearize(lambda x: np.sin(x) * 2.0, np.zeros(2))
     >>> f_jvp(np.ones(2))
@@ -526,7 +523,7 @@ def linearize(f, *primals, argnums=None, form: str = "lifted", optimize: bool = 
                          "has no tape: use ad.jvp(..., form='closure'))")
     argnums = tuple(range(len(primals))) if argnums is None else argnums
     argnums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
-    cache = function_cache(f, ("linearize", argnums, form, optimize), max_traces)
+    cache = TapeCache(max_traces)
     return linearize_with(cache, f, primals, argnums, form, optimize)
 
 

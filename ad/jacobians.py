@@ -20,7 +20,7 @@ import numpy as np
 
 from . import pytree
 from .api import _argnums_tuple, _concrete, grad, trace, vjp_tapes
-from .cache import TapeCache, function_cache, signature
+from .cache import TapeCache, signature
 from .codegen import compile_tape
 from .errors import NonDifferentiableError
 from .forward import FORMS, jvp, linearize, linearize_with
@@ -249,7 +249,6 @@ def hvp(f, primals, tangents, *, form: str = "lifted"):
     argnums = nums[0] if len(nums) == 1 else nums
     if form == "closure":
         return jvp(grad(f, argnums, form=form), tuple(primals), tuple(tangents), form=form)
-    # the linearized gradient is cached under f, so calling hvp again on f does not retrace
-    cache = function_cache(f, ("hvp", nums, form))
+    cache = TapeCache()       # one-shot: traced on every call (see ad.cache)
     g, f_jvp = linearize_with(cache, grad(f, argnums, form=form), tuple(primals), nums, form)
     return g, f_jvp(*(tangents[k] for k in nums))
