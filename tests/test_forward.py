@@ -412,3 +412,15 @@ def test_single_precision_stays_single(dtype):
         y, t = ad.jvp(lambda x: np.exp(x) * np.sum(x * x), (x,), (np.ones(3, dtype),), form=form)
         assert y.dtype == dtype and t.dtype == dtype, form
         np.testing.assert_allclose(t, np.exp(x) * (np.sum(x * x) + 2 * np.sum(x)), rtol=1e-5)
+
+
+def test_a_tangent_tape_exports_to_onnx_and_runs_in_onnxruntime():
+    """Tangent tapes are ordinary tapes: ad.to_onnx exports them like gradient tapes."""
+    from needs import module
+    ort = module("onnxruntime")
+    x, w = np.ones(3), np.arange(6.0).reshape(2, 3) / 6
+    _, f_jvp = ad.linearize(lambda x, w: np.sum(np.tanh(w @ x)), x, w)
+    session = ort.InferenceSession(ad.to_onnx(f_jvp.tape).SerializeToString())
+    tangents = [np.array([1.0, -2.0, 0.5]), np.ones((2, 3))]
+    feed = dict(zip([i.name for i in session.get_inputs()], [*f_jvp.residuals, *tangents]))
+    np.testing.assert_allclose(session.run(None, feed)[0], f_jvp(*tangents), rtol=1e-13)
