@@ -20,6 +20,7 @@ from ad.lift import lift
 from ad.samples import C128
 from ad.tape import Var, eval_tape
 from cases import CASES, PRIMITIVE_CASES, leaves
+from needs import module
 from test_programs import SETTINGS, SMOOTH, build, inputs, programs
 
 
@@ -294,7 +295,7 @@ PROGRAMS = {
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_against_torch_func_jvp(name):
-    torch = pytest.importorskip("torch")
+    torch = module("torch")
     fn, shapes = PROGRAMS[name]
     rng = _rng(name, "torch")
     xs = [rng.standard_normal(s) for s in shapes]
@@ -307,7 +308,7 @@ def test_against_torch_func_jvp(name):
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_against_jax_jvp(name):
-    jax = pytest.importorskip("jax")
+    jax = module("jax")
     jax.config.update("jax_enable_x64", True)
     jnp = jax.numpy
     fn, shapes = PROGRAMS[name]
@@ -320,7 +321,7 @@ def test_against_jax_jvp(name):
 
 
 def test_mlp_against_jax():
-    jax = pytest.importorskip("jax")
+    jax = module("jax")
     jax.config.update("jax_enable_x64", True)
     params, x, y = mlp_example()
     t = {k: np.full_like(v, 0.1) for k, v in params.items()}
@@ -416,7 +417,6 @@ def test_single_precision_stays_single(dtype):
 
 def test_a_tangent_tape_exports_to_onnx_and_runs_in_onnxruntime():
     """Tangent tapes are ordinary tapes: ad.to_onnx exports them like gradient tapes."""
-    from needs import module
     ort = module("onnxruntime")
     x, w = np.ones(3), np.arange(6.0).reshape(2, 3) / 6
     _, f_jvp = ad.linearize(lambda x, w: np.sum(np.tanh(w @ x)), x, w)
