@@ -636,7 +636,11 @@ def _scatter_elements(n, x, indices, updates):
     idx = np.where(idx < 0, idx + np.shape(x)[axis], idx)
     grid = list(np.indices(idx.shape, sparse=True))
     grid[axis] = idx
-    where = tuple(np.broadcast_to(g, idx.shape) for g in grid)
+    return _scatter(n, x, tuple(np.broadcast_to(g, idx.shape) for g in grid), updates, reduction)
+
+
+def _scatter(n, x, where, updates, reduction: str):
+    """A copy of ``x`` with ``updates`` written (or added) at the index ``where``."""
     out = np.copy(x)
     if reduction == "none":
         out[where] = updates
@@ -653,15 +657,7 @@ def _scatter_nd(n, x, indices, updates):
     idx = n.static(indices, "indices").astype(np.int64)
     k = idx.shape[-1]
     idx = np.where(idx < 0, idx + np.array(np.shape(x)[:k]), idx)
-    where = tuple(idx[..., j] for j in range(k))
-    out = np.copy(x)
-    if reduction == "none":
-        out[where] = updates
-        return out
-    if reduction == "add":
-        np.add.at(out, where, updates)
-        return out
-    raise n.error(f"reduction={reduction!r} is not supported (none, add)")
+    return _scatter(n, x, tuple(idx[..., j] for j in range(k)), updates, reduction)
 
 
 @op("Expand")
