@@ -52,4 +52,5 @@ def test_the_page_shows_the_current_classification():
     assert coverage.sweep_markdown() in DOC, "regenerate docs/coverage.md: python -m ad.lib.coverage"
     assert coverage.markdown() in DOC, "regenerate docs/coverage.md: python -m ad.lib.coverage"
     assert coverage.complex_markdown() in DOC, "regenerate docs/coverage.md: python -m ad.lib.coverage"
+    assert coverage.linear_markdown() in DOC, "regenerate docs/coverage.md: python -m ad.lib.coverage"
 

@@ -13,6 +13,14 @@ Classes, read from the dispatch tables where they can be:
 ``complex_markdown`` lists which differentiable primitives take complex operands (a rule declared
 ``complex_rule`` and checked by tests/test_complex.py) and which refuse them, and why.
 
+``linear_markdown`` lists how forward mode gets each registered primitive's pushforward
+(docs/forward.md): the primitives declared linear (``linear_in`` / ``multilinear_in``, transposed
+by their own pullbacks and checked by the dot-product test), and every other one as not linear,
+with its pushforward derived by transposing its pullback, as the vjp of its pullback (a flagged
+fallback), by hand (``@ad.frule``), or refused. It reads the registry after loading ``ad.nn``
+and ``ad.scipy``, and runs forward mode, so this module is a consumer of the transformations
+(docs/architecture.md), not a rule module.
+
 ``python -m ad.lib.coverage`` prints the markdown of docs/coverage.md's generated sections;
 tests/test_coverage.py fails when a name changes class without this file being updated.
 """
@@ -20,9 +28,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import nn  # noqa: F401  (ad.nn's and ad.scipy's primitives join the registry)
+from ..api import trace
 from ..dispatch import FUNCTIONS, UFUNC_METHODS, UFUNCS, public_name
+from ..errors import NonDifferentiableError
+from ..forward import pushforward
 from ..primitives import REGISTRY
-from ..samples import C128, caller, draw
+from ..samples import C128, caller, draw, operands
+from ..scipy import integrate, linalg, signal, special, stats  # noqa: F401
+from ..tape import Var, eval_tape
 
 
 def _by_reason(table: dict[str, str]) -> dict[str, str]:
@@ -180,9 +194,115 @@ def complex_markdown() -> str:
     return "\n".join(lines)
 
 
+# -- linearity and forward mode ---------------------------------------------------------------
+
+LINEAR_TITLES = {
+    "linear": "Declared linear (`linear_in`: jointly; `multilinear_in`: in each operand alone), transposed "
+              "by their own pullbacks; each passes the dot-product test (`forward.transpose`)",
+    "transposed": "Not linear; pushforward: the transpose of the lifted pullback",
+    "vjp": "Not linear; pushforward: the vjp of the pullback (a fallback, listed in `f_jvp.fallbacks`), "
+           "because the pullback has no transpose",
+    "frule": "Not linear; pushforward: a hand-written `@ad.frule` (compared with the derived one by "
+             "`forward.frule`)",
+    "refused": "Not linear; forward mode refuses them (jvp, linearize and jacfwd raise, naming the rule)",
+    "no tangent": "Not linear; no tangent flows through them (not differentiable: integer or boolean "
+                  "results, guards, random draws)",
+    "unsampled": "Not linear; no samples: the machinery's primitives and those only rules' pullbacks "
+                 "record",
+}
+
+
+def _declaration(prim) -> str:
+    decl = prim.linear
+    ops = "all" if decl.operands == "all" else ", ".join(map(str, decl.operands))
+    return f"{'linear_in' if decl.jointly else 'multilinear_in'}: {ops}"
+
+
+def _pushforward_kinds(prim) -> list[tuple[str, str | None]]:
+    """(kind, why) of the pushforward forward mode derives for ``prim``'s equation at each of its
+    samples (first shape set and dtype): "pushforward" (the transposed pullback), "pushforward_vjp"
+    (why it fell back), "pushforward_frule", "refused" (the error), or "no tangent" (no float
+    operand to differentiate there)."""
+    kinds = []
+    for sample in prim.samples:
+        ops = operands(sample, np.random.default_rng(0), sample.shapes[0], sample.dtypes[0])
+        with np.errstate(all="ignore"):
+            tape = trace(caller(prim, sample), *ops)
+            env: dict = {}
+            eval_tape(tape, tape.flatten_args(tuple(ops)), env)
+        for e in tape.eqns:
+            if e.prim is not prim:
+                continue
+            needs = tuple(type(x) is Var and x.aval.is_float for x in e.inputs)
+            if not any(needs):
+                kinds.append(("no tangent", None))
+                continue
+            values = [env[x] if type(x) is Var else x.value for x in e.inputs]
+            try:
+                pf = pushforward(prim, e.params, values, needs, e.source)
+            except NonDifferentiableError as exc:
+                kinds.append(("refused", exc.reason.split(" (")[0]))     # without the inner error's line
+                continue
+            kinds.append((pf.kind, pf.fallback))
+    return kinds
+
+
+def linear_classes() -> dict[str, dict[str, str]]:
+    """{class: {primitive name: detail}}, every registered primitive in exactly one class of
+    ``LINEAR_TITLES``; the detail is the declaration, or why a pushforward fell back or was
+    refused."""
+    classes: dict[str, dict[str, str]] = {cls: {} for cls in LINEAR_TITLES}
+    for name, prim in sorted(REGISTRY.items()):
+        if not prim.samples:
+            cls, detail = "unsampled", _unsampled(prim)
+        elif prim.linear is not None:
+            cls, detail = "linear", _declaration(prim)
+        elif prim.frule is not None:
+            cls, detail = "frule", ""
+        elif not prim.differentiable or prim.kind != "pure":
+            cls, detail = "no tangent", ""
+        else:
+            kinds = dict(_pushforward_kinds(prim))
+            cls = next((c for k, c in (("refused", "refused"), ("pushforward_vjp", "vjp"),
+                                       ("pushforward", "transposed")) if k in kinds), "no tangent")
+            detail = kinds.get("refused") or kinds.get("pushforward_vjp") or ""
+        classes[cls][name] = detail
+    return classes
+
+
+def _unsampled(prim) -> str:
+    """What a primitive without samples is (its own doc; a numpy or scipy function's is its
+    signature), and that it has no rule."""
+    doc = (prim.__doc__ or "").strip() if prim.function is None else ""
+    return " ".join(filter(None, [doc, "No rule: a gradient or pushforward through it refuses."
+                                  if prim.rule is None else ""]))
+
+
+def linear_markdown() -> str:
+    """docs/coverage.md's section on linearity and forward mode."""
+    lines = []
+    for cls, members in linear_classes().items():
+        lines += [f"#### {LINEAR_TITLES[cls]} ({len(members)})", ""]
+        if cls == "linear":
+            lines.append(", ".join(f"`{n}` ({d})" for n, d in members.items()) or "(none)")
+        elif cls in ("vjp", "refused", "unsampled") and members:
+            lines += ["| primitive | why |", "| --- | --- |"]
+            lines += [f"| `{n}` | {_cell(d)} |" for n, d in members.items()]
+        else:
+            lines.append(", ".join(f"`{n}`" for n in members) or "(none)")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
 if __name__ == "__main__":
     print(markdown())
     print("### Complex operands\n")
     print(complex_markdown())
+    print("### Linearity and forward mode\n")
+    print(linear_markdown())
     print("### The sweep of numpy's namespace\n")
     print(sweep_markdown())
