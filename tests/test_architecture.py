@@ -130,7 +130,7 @@ LAYERS = {
     "transformations": ("ad.lift", "ad.backward", "ad.closure", "ad.passes", "ad.codegen",
                         "ad.cache", "ad.api", "ad.transpose", "ad.forward", "ad.jacobians",
                         "ad.scipy.integrate"),
-    "consumers": ("ad.serialize", "ad.onnx", "ad.checks", "ad.examples", "ad.nn.examples"),
+    "consumers": ("ad.serialize", "ad.onnx", "ad.checks", "ad.examples", "ad.nn.examples", "ad.lib.coverage"),
 }
 
 
