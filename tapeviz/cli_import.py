@@ -3,9 +3,11 @@
 The model is imported with ``ad.from_onnx`` (nothing in the file is executed). ``--grad`` takes
 the gradient of a scalar made of the first output (``--loss``: its sum, i.e. a cotangent of ones,
 or half its sum of squares) with respect to the float inputs and every float initializer
-(``--wrt``). ``--svg`` draws the tape (collapsed when it is big), ``--onnx`` writes it back as an
-ONNX model (with ``--grad`` the gradient graph: inputs the graph inputs then the initializers,
-outputs ``out0`` then the gradients), ``--listing`` writes the text listing (``-``: standard output).
+(``--wrt``). ``--svg`` draws the tape with one node per ONNX node (and one per node's pullback
+beside it: ``tapeviz.collapse(graph, by="source")``; ``--expand`` draws every equation),
+``--onnx`` writes it back as an ONNX model (with ``--grad`` the gradient graph: inputs the graph
+inputs then the initializers, outputs ``out0`` then the gradients), ``--listing`` writes the text
+listing, a ``-- Conv (/conv/Conv)`` line heading each node's equations (``-``: standard output).
 
     tapeviz import model.onnx --grad --svg grad.svg --onnx grad.onnx
     tapeviz import model.onnx --shape x=1,3,32,32 --listing -
@@ -18,12 +20,14 @@ import sys
 import numpy as np
 
 import ad
+from ad.tape import format_tape
 
-from .export import export_bytes, listing
+from .collapse import collapse
+from .export import export_bytes
+from .graph import to_networkx
 
 LOSSES = {"sum": lambda y: np.sum(y), "sumsq": lambda y: 0.5 * np.sum(y * y)}
 WRT = ("all", "inputs", "params")
-DETAIL_LIMIT = 300      # equations; a bigger tape is drawn collapsed unless --no-collapse
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -38,8 +42,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--svg", metavar="FILE", help="write the drawing")
     p.add_argument("--onnx", metavar="FILE", help="write the tape (the gradient graph with --grad) as ONNX")
     p.add_argument("--listing", metavar="FILE", help="write the text listing ('-': standard output)")
-    p.add_argument("--collapse", action=argparse.BooleanOptionalAction, default=None,
-                   help=f"one node per rule instance (default: when over {DETAIL_LIMIT} equations)")
+    p.add_argument("--expand", action="store_true",
+                   help="draw every equation (default: one node per ONNX node, and one per its pullback)")
     return p
 
 
@@ -47,8 +51,8 @@ def run(args) -> int:
     try:
         tape, summary = build(args)
         if args.svg:
-            collapse = len(tape.eqns) > DETAIL_LIMIT if args.collapse is None else args.collapse
-            _write(args.svg, export_bytes(tape, "svg", collapse=collapse))
+            graph = to_networkx(tape)
+            _write(args.svg, export_bytes(graph if args.expand else collapse(graph, by="source"), "svg"))
         if args.onnx:
             _write(args.onnx, ad.to_onnx(tape, name="gradient" if args.grad else "forward").SerializeToString())
         if args.listing:
@@ -84,6 +88,18 @@ def build(args):
         return loss(out[0] if isinstance(out, tuple) else out)
     gt = ad.grad_tape(f, *prog.inputs, prog.params, argnums=argnums if len(argnums) > 1 else argnums[0])
     return gt, f"{summary}; gradient tape of {len(gt.eqns)} equations"
+
+
+def listing(tape) -> str:
+    """The tape's text listing, a ``-- <node>`` line heading each run of equations of one ONNX
+    node (their ``source``), after the forward/backward headings of a gradient tape."""
+    marks = dict(getattr(tape, "sections", ()))
+    last = None
+    for i, e in enumerate(tape.eqns):
+        if (e.source is not None and e.source != last) or i in marks:
+            marks[i] = " -- ".join(filter(None, [marks.get(i), e.source]))
+        last = e.source
+    return format_tape(tape, sections=tuple(marks.items())) + "\n"
 
 
 def _shapes(specs: list[str]) -> dict[str, tuple[int, ...]]:

@@ -1,9 +1,15 @@
-"""The collapsed view: one node per rule instance, and runs of identical instances folded.
+"""The collapsed view: one node per rule instance (or per source), runs of identical ones folded.
 
 ``collapse(graph)`` groups the detail graph's equations: a rule instance's forward body becomes
 one ``rule/%n`` node, its pullback block (pullback and projection equations) one
 ``pullback/%n`` node (in forward mode, its pushforward block one ``pushforward/%n`` node), and
 fan-in sums, seeds and structural zeros stay single nodes (``eq/%n``).
+``collapse(graph, by="source")`` groups by where the equations come from instead: a run of
+consecutive equations of one phase with one ``source`` (an imported model's ONNX node,
+``"Conv (/conv/Conv)"``, or a line of traced Python) becomes one ``node/%n`` node labelled with
+that source (``kind`` "node", ``rule`` and ``of`` the source, ``provenance`` the primitives it
+holds); equations without a source stay single nodes. This is the view of an imported model:
+one node per ONNX node, and its pullback beside it.
 Inputs keep their ids. Then, as TensorBoard folds a series of same-shaped layers, a run of
 ``min_repeats`` or more consecutive repeats of one motif (up to ``max_period`` groups long) with
 identical structure (primitives, params, literals, avals, internal wiring) folds into one
@@ -11,12 +17,13 @@ identical structure (primitives, params, literals, avals, internal wiring) folds
 
 Nodes carry ``kind`` (input kinds, or rule, pullback, pushforward, accumulate, seed, zeros, fold), ``phase``,
 ``order``, ``rule``, ``of``, ``members`` (detail equation ids), ``n_eqns``, ``output`` labels,
-``aval`` and ``value`` of the instance's first output, ``failures`` and, for folds, ``count``,
+``aval`` and ``value`` of the instance's first output (of a forward source node, its last), ``failures`` and, for folds, ``count``,
 ``motif`` (rule names) and ``groups``. Edges have a ``kind`` (data, residual, accumulate) and
 list the ``vars`` they carry (a kind per pair of nodes: fan-in sums read only cotangents,
 and a forward node feeds a backward one only through residuals). ``graph.graph["group_of"]``
 maps every detail node to its node
-here, and ``graph.graph["align"]`` pairs each forward node with the pullback (or pushforward) drawn beside it.
+here, ``graph.graph["align"]`` pairs each forward node with the pullback (or pushforward) drawn
+beside it, and ``graph.graph["by"]`` says how it was grouped.
 """
 from __future__ import annotations
 
@@ -26,22 +33,31 @@ from .graph import BACKWARD_BLOCK, EQUATION_KINDS, PUSHFORWARD_BLOCK, gc_paused
 
 MAX_PERIOD = 8
 MIN_REPEATS = 3     # two of a kind stay apart: folding them hides more than it saves
+BY = ("rule", "source")
 
 
 @gc_paused
-def collapse(graph: nx.DiGraph, *, max_period: int = MAX_PERIOD,
+def collapse(graph: nx.DiGraph, *, by: str = "rule", max_period: int = MAX_PERIOD,
              min_repeats: int = MIN_REPEATS) -> nx.DiGraph:
-    """The collapsed graph of a detail graph from ``to_networkx`` (schema above)."""
+    """The collapsed graph of a detail graph from ``to_networkx`` (schema above): one node per
+    rule instance (``by="rule"``) or per run of equations of one source (``by="source"``)."""
+    if by not in BY:
+        raise ValueError(f"by={by!r}; choose one of {BY}")
     if graph.graph.get("group_of") is not None:
         raise ValueError("this graph is collapsed already")
     group_of: dict = {}
     groups: dict = {}
+    run = None                     # by="source": (phase, source, group id) of the last equation
     for n, d in graph.nodes(data=True):
         kind = d["kind"]
         if kind == "constant":
             continue
         if kind in EQUATION_KINDS:
-            gid, attrs = _group_key(n, d)
+            if by == "rule":
+                gid, attrs = _group_key(n, d)
+            else:
+                gid, attrs = _source_key(n, d, run)
+                run = (d["phase"], d["source"], gid)
             group = groups.get(gid)
             if group is None:
                 group = groups[gid] = attrs
@@ -58,14 +74,17 @@ def collapse(graph: nx.DiGraph, *, max_period: int = MAX_PERIOD,
             group = groups[gid]
             if d["output"]:
                 group["output"].append(d["output"])
-            if group["kind"] not in ("pullback", "pushforward") and (not group["aval"] or d["name"] == group["of"]):
+            if _shows(group, d):
                 group["aval"], group["value"] = d["aval"], d["value"]
             group["failures"] += d.get("failures", [])
         group_of[n] = gid
         if d.get("residual"):
             groups[gid]["residual"] = True
 
-    fold_of = _fold(graph, groups, max_period, min_repeats)
+    for g in groups.values():
+        if g["kind"] == "node":
+            g["provenance"] = _primitives(graph, g)
+    fold_of = _fold(graph, groups, max_period, min_repeats, by)
     for n, gid in group_of.items():
         group_of[n] = fold_of.get(gid, gid)
 
@@ -78,7 +97,7 @@ def collapse(graph: nx.DiGraph, *, max_period: int = MAX_PERIOD,
             edges.setdefault((src, dst), (d["kind"], {}))[1][u] = None
 
     out = nx.DiGraph(group_of=group_of, failures=list(graph.graph["failures"]), hops_per_step=1,
-                     gradient=graph.graph["gradient"], align=_align(groups, fold_of))
+                     gradient=graph.graph["gradient"], align=_align(groups, fold_of), by=by)
     out.add_nodes_from(sorted(((gid, attrs) for gid, attrs in groups.items() if gid not in fold_of),
                               key=lambda item: item[1]["order"]))
     out.add_edges_from((s, t, {"kind": kind, "vars": list(carried)})
@@ -98,16 +117,48 @@ def _group_key(n: str, d: dict) -> tuple[str, dict]:
     else:
         gid, kind = n, origin
     rule = d["rule"] or d["primitive"]
-    return gid, {"kind": kind, "phase": d["phase"], "order": d["order"], "rule": rule, "of": of,
-                 "members": [], "n_eqns": 0, "failures": [], "output": [], "aval": "", "value": None,
-                 "provenance": d["provenance"], "residual": False}
+    return gid, _group(kind, d, rule, of, d["provenance"])
+
+
+def _source_key(n: str, d: dict, run) -> tuple[str, dict]:
+    """The group of an equation by source: the run it continues (same phase and source as the
+    equation before it), or a new ``node/%n`` named after its first result."""
+    source = d["source"]
+    if source is None:
+        return n, _group(d["origin"], d, d["primitive"], None, d["provenance"])
+    if run is not None and run[:2] == (d["phase"], source):
+        return run[2], {}
+    gid = f"node/{d['outputs'][0]}" if d["outputs"] else n
+    return gid, _group("node", d, source, source, "")
+
+
+def _group(kind: str, d: dict, rule: str, of, provenance: str) -> dict:
+    return {"kind": kind, "phase": d["phase"], "order": d["order"], "rule": rule, "of": of,
+            "members": [], "n_eqns": 0, "failures": [], "output": [], "aval": "", "value": None,
+            "provenance": provenance, "residual": False}
+
+
+def _primitives(graph, group: dict) -> str:
+    """What a source node became: its primitives in order, each once ("pullback: ..." behind)."""
+    names = dict.fromkeys(graph.nodes[m]["primitive"] for m in group["members"])
+    phase = {"backward": "pullback: ", "tangent": "pushforward: "}.get(group["phase"], "")
+    return phase + ", ".join(names)
+
+
+def _shows(group: dict, d: dict) -> bool:
+    """Whether a variable's aval and value label its group: a rule instance's result, a forward
+    source node's last value; not a pullback's cotangents."""
+    if group["kind"] == "node":
+        return group["phase"] == "forward"
+    return group["kind"] not in ("pullback", "pushforward") and (not group["aval"] or d["name"] == group["of"])
 
 
 # -- folding -----------------------------------------------------------------------------------
 
-def _signature(graph, group: dict, local: dict) -> tuple:
-    """The structure of a group, independent of its variables' names."""
-    parts = [group["kind"], group["rule"]]
+def _signature(graph, group: dict, local: dict, by: str) -> tuple:
+    """The structure of a group, independent of its variables' names (and, by source, of the
+    source: layers of one shape from different ONNX nodes fold)."""
+    parts = [group["kind"], group["rule"] if by == "rule" or group["kind"] != "node" else None]
     for eid in group["members"]:
         d = graph.nodes[eid]
         refs = []
@@ -120,13 +171,13 @@ def _signature(graph, group: dict, local: dict) -> tuple:
     return tuple(parts)
 
 
-def _fold(graph, groups: dict, max_period: int, min_repeats: int) -> dict:
+def _fold(graph, groups: dict, max_period: int, min_repeats: int, by: str) -> dict:
     """Fold runs of a repeated motif of groups, per phase; returns group id -> fold id."""
     fold_of: dict = {}
     for phase in ("forward", "backward", "tangent"):
         seq = [gid for gid, g in groups.items() if g["phase"] == phase and g["members"]]
         codes: dict = {}
-        sig = [codes.setdefault(_signature(graph, groups[gid], {}), len(codes)) for gid in seq]
+        sig = [codes.setdefault(_signature(graph, groups[gid], {}, by), len(codes)) for gid in seq]
         i = 0
         while i < len(seq):
             period, count = _best_run(sig, i, max_period, min_repeats)
@@ -172,13 +223,21 @@ def _fold_node(groups: dict, run: list, period: int, count: int) -> dict:
 
 
 def _align(groups: dict, fold_of: dict) -> list[tuple[str, str]]:
-    """Each forward node beside the first pullback (or pushforward) node of its instances (each
-    node once)."""
+    """Each forward node beside the first pullback (or pushforward) node of its instances, or of
+    its source (each node once)."""
     pairs, used = [], set()
+    forward_of_source: dict = {}
     for gid, g in groups.items():
-        if g["kind"] not in ("pullback", "pushforward") or g["of"] is None:
+        if g["kind"] == "node" and g["phase"] == "forward":
+            forward_of_source.setdefault(g["of"], gid)
+    for gid, g in groups.items():
+        if g["kind"] in ("pullback", "pushforward") and g["of"] is not None:
+            fwd = f"rule/{g['of']}"
+        elif g["kind"] == "node" and g["phase"] != "forward" and g["of"] in forward_of_source:
+            fwd = forward_of_source[g["of"]]
+        else:
             continue
-        fwd, bwd = f"rule/{g['of']}", fold_of.get(gid, gid)
+        bwd = fold_of.get(gid, gid)
         fwd = fold_of.get(fwd, fwd)
         if fwd in groups and fwd not in used and bwd not in used:
             used.update((fwd, bwd))

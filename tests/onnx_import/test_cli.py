@@ -37,7 +37,9 @@ def test_grad_svg_and_onnx(cnn):
     r = tapeviz(path.name, "--grad", "--svg", "grad.svg", "--onnx", "grad.onnx", cwd=path.parent)
     assert r.returncode == 0, r.stderr
     assert "gradient tape of" in r.stdout
-    assert "<svg" in (path.parent / "grad.svg").read_text()
+    svg = (path.parent / "grad.svg").read_text()      # one node per ONNX node (and per its pullback)
+    assert "<svg" in svg and svg.count("Conv (/conv/Conv)") >= 2 and 'id="tvn_node/' in svg
+    assert "im2col" not in svg.replace("im2col, ", "")      # named in the node, not drawn alone
     sess = ort.InferenceSession(str(path.parent / "grad.onnx"), providers=["CPUExecutionProvider"])
     params = ad.from_onnx(path).params
     names = [i.name for i in sess.get_inputs()]
@@ -53,11 +55,14 @@ def test_grad_svg_and_onnx(cnn):
         np.testing.assert_allclose(grads[n], p.grad.numpy(), rtol=1e-9, atol=1e-12, err_msg=n)
 
 
-def test_listing_of_the_forward_tape(cnn):
+def test_listing_of_the_forward_tape_and_the_expanded_drawing(cnn):
     _, _, path = cnn
-    r = tapeviz(str(path), "--wrt", "params", "--listing", "-", cwd=path.parent)
+    r = tapeviz(str(path), "--wrt", "params", "--listing", "-", "--svg", "detail.svg", "--expand", cwd=path.parent)
     assert r.returncode == 0, r.stderr
-    assert "im2col" in r.stdout and "forward tape of" in r.stderr
+    assert "forward tape of" in r.stderr
+    conv = r.stdout.split("  -- Conv (/conv/Conv)\n", 1)[1]        # the node heads its equations
+    assert conv.splitlines()[0].split(" = ")[1].startswith("im2col")
+    assert 'id="tvn_node/' not in (path.parent / "detail.svg").read_text()
 
 
 @pytest.mark.parametrize("argv, message", [
