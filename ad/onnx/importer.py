@@ -1358,21 +1358,22 @@ class OnnxProgram:
             tt = info.type.tensor_type
             dtype = dtype_of(tt.elem_type, where)
             dims = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
+            declared = [d.dim_param or d.dim_value or "?" for d in tt.shape.dim] if tt.HasField("shape") else None
             if value is None:
-                if not tt.HasField("shape") or None in dims:
-                    names = [d.dim_param or d.dim_value or "?" for d in tt.shape.dim] if tt.HasField("shape") else "unknown"
-                    raise OnnxImportError(f"{where} has dynamic shape {names}: pass inputs= (arrays or shapes) "
-                                          "to fix it")
+                if declared is None or None in dims:
+                    raise OnnxImportError(f"{where} has dynamic shape {declared or 'unknown'}: pass inputs= "
+                                          "(arrays or shapes) to fix it")
                 value = np.ones(check_shape(dims, where), dtype)
-            elif isinstance(value, tuple) and all(isinstance(d, int) for d in value):
-                value = np.ones(check_shape(value, where), dtype)
             else:
-                value = np.asarray(value)
-                if tt.HasField("shape") and (len(dims) != value.ndim or any(
-                        d is not None and d != s for d, s in zip(dims, value.shape))):
-                    raise OnnxImportError(f"{where}: shape {value.shape} does not match the model's {dims}")
-                check_shape(value.shape, where)
-                value = value.astype(dtype, copy=False)
+                shape_only = isinstance(value, tuple) and all(isinstance(d, int) for d in value)
+                value = value if shape_only else np.asarray(value)
+                shape = tuple(value) if shape_only else value.shape
+                if declared is not None and (len(dims) != len(shape) or any(
+                        d is not None and d != s for d, s in zip(dims, shape))):
+                    raise OnnxImportError(f"inputs= gives {where} the shape {shape}; the model declares "
+                                          f"{tuple(declared)} (only its symbolic dimensions may be chosen)")
+                check_shape(shape, where)
+                value = np.ones(shape, dtype) if shape_only else value.astype(dtype, copy=False)
             out.append(value)
         return tuple(out)
 

@@ -160,3 +160,14 @@ def test_loading_runs_nothing_from_the_file():
     m = helper.make_model(graph, functions=[fn], opset_imports=[helper.make_operatorsetid("", 18),
                                                                 helper.make_operatorsetid("local", 1)])
     refused(m, "model-local functions are not expanded")
+
+
+def test_inputs_must_match_the_declared_static_dims():
+    """A shape (or an array) for a static dimension other than the model's is refused, naming
+    the input, the declared and the given shape; symbolic dimensions may be chosen."""
+    m = model([helper.make_node("Relu", ["x"], ["y"])], inputs=(("x", ["batch", 3]),))
+    refused(m, r"inputs= gives graph input 'x' the shape \(4, 5\); the model declares \('batch', 3\)",
+            inputs=[(4, 5)])
+    refused(m, r"the shape \(4, 3, 1\); the model declares \('batch', 3\)", inputs={"x": (4, 3, 1)})
+    refused(m, r"the shape \(2, 2\); the model declares", inputs=[np.ones((2, 2))])
+    assert ad.from_onnx(m, inputs={"x": (7, 3)}).inputs[0].shape == (7, 3)
