@@ -1,6 +1,6 @@
-"""(c) Tape-length scaling: chains of 2,000 and 20,000 elementwise ops. The cost of trace +
-lift + optimise + compile must grow linearly; the compiled gradient is compared with a
-hand-written one."""
+"""Tape-length scaling: chains of 2,000 and 20,000 elementwise ops (bench.workloads' chain). The
+cost of trace + lift + optimise + compile must grow linearly; bench_workloads compares the
+compiled gradient of the 20,000-op chain with a hand-written one."""
 from __future__ import annotations
 
 from bench.common import format_time
@@ -13,19 +13,12 @@ import ad  # noqa: E402
 from ad.codegen import compile_tape  # noqa: E402
 from ad.lift import clear_cache  # noqa: E402
 from ad.passes import optimize  # noqa: E402
-
-
-def chain(n_ops: int):
-    def f(x):
-        for _ in range(n_ops // 2):
-            x = np.tanh(x) * 0.5
-        return np.sum(x)
-    return f
+from bench.workloads import chain_loss_for  # noqa: E402
 
 
 def stages(n_ops: int, x) -> dict[str, float]:
     clear_cache()
-    f = chain(n_ops)
+    f = chain_loss_for(np, n_ops)
     t = {}
     t0 = time.process_time()
     primal = ad.trace(f, x)

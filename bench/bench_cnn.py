@@ -17,74 +17,22 @@ import numpy as np  # noqa: E402  (after bench.common pins the BLAS threads)
 
 import ad  # noqa: E402
 from ad.nn import examples  # noqa: E402
+from bench.workloads import col2im3x3, conv_relu_pool, pool_relu_back  # noqa: E402
 
 BATCHES = (64, 512)
 
 
 # -- hand-written numpy -------------------------------------------------------------------
-# What an author who knows the tricks writes for this model: activations kept as
-# (C, H, W, N) (batch innermost, like ad.nn's im2col), 3x3 convolutions as im2col + one GEMM,
-# 2x2 max-pool as three np.maximum of strided views with PyTorch's first-maximum gradient,
-# masks applied by multiplying (np.where is 10x slower on random masks), in-place updates
-# where they save a temporary, the softmax cross-entropy gradient fused to (softmax - y) / N.
-
-def _im2col(a):
-    """(C, H, W, N) -> (C*9, H*W*N) windows of a 3x3 convolution with padding 1."""
-    c, h, w, n = a.shape
-    padded = np.zeros((c, h + 2, w + 2, n), a.dtype)
-    padded[:, 1:-1, 1:-1] = a
-    cols = np.empty((c, 3, 3, h, w, n), a.dtype)
-    for i in range(3):
-        for j in range(3):
-            cols[:, i, j] = padded[:, i:i + h, j:j + w]
-    return cols.reshape(c * 9, h * w * n)
-
-
-def _col2im(cols, shape):
-    c, h, w, n = shape
-    blocks = cols.reshape(c, 3, 3, h, w, n)
-    padded = np.zeros((c, h + 2, w + 2, n), cols.dtype)
-    for i in range(3):
-        for j in range(3):
-            padded[:, i:i + h, j:j + w] += blocks[:, i, j]
-    return padded[:, 1:-1, 1:-1]
-
-
-_CORNERS = [(slice(i, None, 2), slice(j, None, 2)) for i in range(2) for j in range(2)]
-
-
-def _conv_relu_pool(a, w, b):
-    c, h, wd, n = a.shape
-    cols = _im2col(a)
-    r = w.reshape(len(w), -1) @ cols
-    r += b[:, None]
-    np.maximum(r, 0, out=r)
-    positive = r > 0
-    r = r.reshape(len(w), h, wd, n)
-    pooled = np.maximum(np.maximum(r[:, 0::2, 0::2], r[:, 0::2, 1::2]),
-                        np.maximum(r[:, 1::2, 0::2], r[:, 1::2, 1::2]))
-    return cols, positive, r, pooled
-
-
-def _pool_relu_back(d_pooled, positive, r, pooled):
-    d = np.zeros_like(r)
-    unclaimed = np.ones(pooled.shape, bool)
-    for rows, cols in _CORNERS:
-        hit = (r[:, rows, cols] == pooled) & unclaimed
-        unclaimed ^= hit
-        np.multiply(d_pooled, hit, out=d[:, rows, cols])
-    d = d.reshape(positive.shape)
-    d *= positive
-    return d
-
+# The tricks of bench.workloads' CNN gradient (layout (C, H, W, N), im2col + GEMM, max-pool by
+# strided views), for two conv layers.
 
 def numpy_grad(params, x, y):
     """Loss and gradients of the digits CNN, written by hand."""
     w1, b1, w2, b2, w3, b3 = (params[k] for k in ("w1", "b1", "w2", "b2", "w3", "b3"))
     n = len(x)
     a0 = np.ascontiguousarray(np.moveaxis(x, 0, -1))
-    cols1, pos1, r1, p1 = _conv_relu_pool(a0, w1, b1)
-    cols2, pos2, r2, p2 = _conv_relu_pool(p1, w2, b2)
+    cols1, pos1, r1, p1 = conv_relu_pool(a0, w1, b1)
+    cols2, pos2, r2, p2 = conv_relu_pool(p1, w2, b2)
     flat = np.moveaxis(p2, -1, 0).reshape(n, -1)
     logits = flat @ w3 + b3
     shifted = logits - logits.max(axis=1, keepdims=True)
@@ -94,10 +42,10 @@ def numpy_grad(params, x, y):
     d_logits = (e / total - y) / n
     g = {"w3": flat.T @ d_logits, "b3": d_logits.sum(axis=0)}
     d_p2 = np.moveaxis((d_logits @ w3.T).reshape(np.moveaxis(p2, -1, 0).shape), 0, -1)
-    dz2 = _pool_relu_back(d_p2, pos2, r2, p2)
+    dz2 = pool_relu_back(d_p2, pos2, r2, p2)
     g["w2"], g["b2"] = (dz2 @ cols2.T).reshape(w2.shape), dz2.sum(axis=1)
-    d_p1 = _col2im(w2.reshape(len(w2), -1).T @ dz2, p1.shape)
-    dz1 = _pool_relu_back(d_p1, pos1, r1, p1)
+    d_p1 = col2im3x3(w2.reshape(len(w2), -1).T @ dz2, p1.shape)
+    dz1 = pool_relu_back(d_p1, pos1, r1, p1)
     g["w1"], g["b1"] = (dz1 @ cols1.T).reshape(w1.shape), dz1.sum(axis=1)
     return loss, g
 

@@ -15,7 +15,7 @@ import numpy as np  # noqa: E402  (after bench.common pins the BLAS threads)
 import ad  # noqa: E402
 
 from ad.examples import mlp_example, mlp_loss, mlp_loss_for  # noqa: E402
-from bench.bench_mlp import BATCH, SIZES, _loss_with_torch  # noqa: E402
+from bench.workloads import BATCH, SIZES, mlp_loss_with_torch as _loss_with_torch  # noqa: E402
 
 SHAPES = {"tall, 8 -> 512": (512, 8), "wide, 512 -> 8": (8, 512)}
 

@@ -12,7 +12,7 @@ import sys
 
 from bench.common import machine
 
-BENCHES = {"mlp": "bench.bench_mlp", "smallops": "bench.bench_smallops", "chain": "bench.bench_chain",
+BENCHES = {"workloads": "bench.bench_workloads", "mlp": "bench.bench_mlp", "chain": "bench.bench_chain",
            "cnn": "bench.bench_cnn", "graph": "bench.bench_graph", "widget": "bench.bench_widget",
            "guards": "bench.bench_guards", "fft": "bench.bench_fft",
            "forward": "bench.bench_forward", "onnx_import": "bench.bench_onnx_import"}
