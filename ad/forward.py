@@ -485,13 +485,25 @@ def output_tangents(primal: Tape, tangent_slots, outs: list):
     return pytree.unflatten(primal.out_tree, [None if s < 0 else outs[s] for s in tangent_slots])
 
 
+def rules_of(tape: Tape) -> tuple:
+    """The rules a transform of ``tape`` was built with: (primitive, rrule, frule) per primitive."""
+    prims = dict.fromkeys(e.prim for e in tape.eqns)
+    return tuple((p, p.rule, p.frule) for p in prims)
+
+
+def rules_current(rules: tuple) -> bool:
+    """No rule or frule of ``rules_of``'s primitives was registered since: a cached tape holds."""
+    return all(p.rule is r and p.frule is fr for p, r, fr in rules)
+
+
 @dataclass(frozen=True)
 class _Traced:
-    """One trace of ``f`` linearized, as the tape cache keeps it."""
+    """One trace of ``f`` linearized, as the tape cache keeps it, with the rules it inlined."""
     primal: Tape
     wrt: list
     slots: list
     lin: Linearized
+    rules: tuple
 
     @property
     def captures(self):
@@ -538,9 +550,11 @@ def linearize_with(cache, f, primals, argnums: tuple, form: str, optimize: bool 
         lin = build_linearized(primal, _values(primal, args), wrt)
         if optimize:
             lin = replace(lin, forward=run_passes(lin.forward), tangent=run_passes(lin.tangent))
-        return _Traced(primal, wrt, slots, lin)
+        return _Traced(primal, wrt, slots, lin, rules_of(primal))
 
     def run(entry, args, leaves):
+        if not rules_current(entry.tape.rules):     # a rule registered since: its pushforward changed
+            entry.tape, entry.compiled = new_tape(args), None
         t = entry.tape
         out = eval_tape(t.lin.forward, t.primal.flatten_args(args))     # tracers of an enclosing trace, if any
         if t.lin.fallbacks and any(isinstance(x, Tracer) for x in out):

@@ -23,7 +23,7 @@ from .api import _argnums_tuple, _concrete, grad, trace, vjp_tapes
 from .cache import TapeCache, signature
 from .codegen import compile_tape
 from .errors import NonDifferentiableError
-from .forward import FORMS, jvp, linearize, linearize_with
+from .forward import FORMS, jvp, linearize_with, rules_current, rules_of
 from .passes import optimize as run_passes
 from .tape import Tape, eval_tape
 
@@ -59,15 +59,16 @@ def _assemble(out_leaves, out_tree, in_leaves, in_tree, block):
 def _basis(x):
     """The unit vectors of a leaf's space, each shaped like it (in its dtype)."""
     shape, dtype = np.shape(x), np.result_type(_concrete(x))
-    return np.eye(int(np.prod(shape)), dtype=dtype).reshape((-1,) + shape)
+    n = int(np.prod(shape))
+    return np.eye(n, dtype=dtype).reshape((n,) + shape)
 
 
-def jacfwd(f, argnums=0, *, form: str = "lifted", holomorphic: bool = False):
-    """The Jacobian of ``f`` by forward mode: one linearization (cached per signature, see
-    ``ad.linearize``), then its tangent tape run once per element of the differentiated
-    inputs. Cheap for few inputs and many outputs (tall Jacobians). ``form``: "lifted",
-    "compiled" (the tangent tape as numpy source) or "closure" (``ad.jvp``'s closure form, per
-    column).
+def jacfwd(f, argnums=0, *, form: str = "lifted", holomorphic: bool = False, max_traces: int = 8):
+    """The Jacobian of ``f`` by forward mode: one linearization (``ad.linearize``, its tapes
+    cached per argument signature under their guards, ``jacfwd(f).cache_info()``), then its
+    tangent tape run once per element of the differentiated inputs. Cheap for few inputs and
+    many outputs (tall Jacobians). ``form``: "lifted", "compiled" (the tangent tape as numpy
+    source) or "closure" (``ad.jvp``'s closure form, per column, traced every call).
 
     >>> ad.jacfwd(lambda x: np.sin(x) * 2.0)(np.zeros(2))
     array([[2., 0.],
@@ -75,6 +76,7 @@ def jacfwd(f, argnums=0, *, form: str = "lifted", holomorphic: bool = False):
     """
     if form not in FORMS:
         raise ValueError(f"form={form!r}; choose one of {FORMS}")
+    cache = TapeCache(max_traces)
 
     def jacfwd_f(*args):
         nums, (in_leaves, in_tree) = _diff(args, argnums)
@@ -84,16 +86,19 @@ def jacfwd(f, argnums=0, *, form: str = "lifted", holomorphic: bool = False):
             columns = [_closure_columns(f, args, nums, argnums, in_leaves, in_tree, j)
                        for j in range(len(in_leaves))]
         else:
-            y, f_jvp = linearize(f, *args, argnums=nums, form=form)
+            y, f_jvp = linearize_with(cache, f, args, nums, form)
             columns = [f_jvp.columns(j) for j in range(len(in_leaves))]    # per input leaf, per element
         out_leaves, out_tree = pytree.flatten(y)
 
         def block(i, j):
-            if columns[j] is None or _no_tangent(columns[j], i):
+            if columns[j] is None or not _is_float(out_leaves[i]):      # an integer leaf has no tangent
                 return None
-            return np.stack([c[i] for c in columns[j]], axis=-1).reshape(
-                np.shape(out_leaves[i]) + np.shape(in_leaves[j]))
+            shape = np.shape(out_leaves[i]) + np.shape(in_leaves[j])
+            if not columns[j]:                  # a zero-size input: no column, an empty block
+                return np.zeros(shape, np.result_type(_concrete(out_leaves[i])))
+            return np.stack([c[i] for c in columns[j]], axis=-1).reshape(shape)
         return _assemble(out_leaves, out_tree, in_leaves, in_tree, block)
+    jacfwd_f.cache_info = cache.info
     return jacfwd_f
 
 
@@ -113,19 +118,17 @@ def _closure_columns(f, args, nums, argnums, in_leaves, in_tree, j):
     return cols
 
 
-def _no_tangent(cols, i) -> bool:
-    """An integer output has no tangent (None in every column)."""
-    return not cols or cols[0][i] is None
-
 
 @dataclass(frozen=True)
 class _VjpTapes:
-    """One trace of ``f`` for ``jacrev``: the primal tape, its forward and backward tapes."""
+    """One trace of ``f`` for ``jacrev``: the primal tape, its forward and backward tapes, the
+    rules they were built with."""
     primal: Tape
     fwd: Tape
     bwd: Tape
     grad_tree: object
     slots: list
+    rules: tuple
 
     @property
     def captures(self):
@@ -152,9 +155,11 @@ def jacrev(f, argnums=0, *, form: str = "lifted", holomorphic: bool = False, max
 
         def new_tape(args):
             primal, _, fwd, bwd, grad_tree, slots = vjp_tapes(f, args, nums)
-            return _VjpTapes(primal, run_passes(fwd), run_passes(bwd), grad_tree, slots)
+            return _VjpTapes(primal, run_passes(fwd), run_passes(bwd), grad_tree, slots, rules_of(primal))
 
         def run(entry, args, leaves):
+            if not rules_current(entry.tape.rules):     # a rule registered since it was traced
+                entry.tape, entry.compiled = new_tape(args), None
             t = entry.tape
             out = eval_tape(t.fwd, t.primal.flatten_args(args))
             n = len(t.primal.outputs)
@@ -182,9 +187,12 @@ def jacrev(f, argnums=0, *, form: str = "lifted", holomorphic: bool = False, max
             rows.append(rs)
 
         def block(i, j):
-            if rows[i] is None or not rows[i] or rows[i][0][j] is None:
+            if rows[i] is None or t.slots[j] < 0:          # an integer leaf has no gradient
                 return None
-            return np.stack([r[j] for r in rows[i]]).reshape(np.shape(ys[i]) + np.shape(in_leaves[j]))
+            shape = np.shape(ys[i]) + np.shape(in_leaves[j])
+            if not rows[i]:                     # a zero-size output: no row, an empty block
+                return np.zeros(shape, np.result_type(_concrete(in_leaves[j])))
+            return np.stack([r[j] for r in rows[i]]).reshape(shape)
         return _assemble(ys, t.primal.out_tree, in_leaves, in_tree, block)
     jacrev_f.cache_info = cache.info
     return jacrev_f

@@ -288,3 +288,67 @@ def test_a_new_frule_reaches_later_jvps():
         return cube(x), lambda dx: 3 * x * x * dx
     _, f_jvp = ad.linearize(cube, np.ones(2))
     assert "its frule" in str(f_jvp.tape)
+
+
+def test_transform_objects_reuse_their_tapes_bound_methods_too():
+    """jacfwd, jacrev and hessian keep their tapes per signature; a bound method (a new object
+    at every attribute access) is an ordinary function to them."""
+    class Model:
+        def __init__(self):
+            self.w = np.array([1.0, -2.0, 0.5])
+
+        def __call__(self, x):
+            return np.tanh(self.w * x)
+
+        def loss(self, x):
+            return np.sum(self(x) ** 2)
+    m, x = Model(), np.array([0.1, 0.2, 0.3])
+    for transform, method, want in ((ad.jacfwd, m.__call__, np.diag(m.w / np.cosh(m.w * x) ** 2)),
+                                    (ad.jacrev, m.__call__, np.diag(m.w / np.cosh(m.w * x) ** 2)),
+                                    (ad.hessian, m.loss, ad.jacrev(ad.grad(m.loss))(x))):
+        jac = transform(method)
+        for _ in range(3):
+            np.testing.assert_allclose(jac(x), want, rtol=1e-12)
+        assert (jac.cache_info().traces, jac.cache_info().hits) == (1, 2)
+
+
+def test_a_rule_registered_after_a_transform_cached_its_tape_is_used():
+    """A cached tangent tape inlined the pushforwards of the rules of its day: a later
+    @ad.frule (or rrule) rebuilds it instead of answering with the old one."""
+    cube = ad.primitive(lambda x: x * x * x, name="test_jacobians_cube_cached")
+    ad.rrule(cube)(lambda x: (cube(x), lambda dy: (3 * x * x * dy,)))
+    x = np.array([1.0, 2.0])
+    fwd, rev = ad.jacfwd(cube), ad.jacrev(cube)
+    np.testing.assert_allclose(fwd(x), np.diag(3 * x * x))
+    np.testing.assert_allclose(rev(x), np.diag(3 * x * x))
+
+    @ad.frule(cube)
+    def cube_frule(x):
+        return cube(x), lambda dx: 4 * x * x * dx      # visibly not the derived one
+    np.testing.assert_allclose(fwd(x), np.diag(4 * x * x))
+    ad.rrule(cube)(lambda x: (cube(x), lambda dy: (5 * x * x * dy,)))
+    np.testing.assert_allclose(rev(x), np.diag(5 * x * x))
+    assert fwd.cache_info().signatures == rev.cache_info().signatures == 1
+
+
+@pytest.mark.parametrize("direction", ["jacfwd", "jacrev", "jacobian"])
+def test_zero_size_leaves_have_empty_blocks(direction):
+    """A leaf with no element has a block of size zero (jax's answer), never None."""
+    jax, jnp = module("jax"), module("jax.numpy")
+    jax.config.update("jax_enable_x64", True)
+    x, e = np.array([0.1, 0.2, 0.3]), np.zeros(0)
+    jac = getattr(ad, direction)
+
+    def f(xp):
+        return lambda x, e: (xp.concatenate([xp.sin(x), 2.0 * e]), x[:0] * 3.0)
+    got = jac(f(np), argnums=(0, 1))(x, e)
+    want = getattr(jax, "jacfwd" if direction == "jacobian" else direction)(f(jnp), argnums=(0, 1))(x, e)
+    for g, w in zip(pytree_leaves(got), pytree_leaves(want)):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        np.testing.assert_allclose(g, w)
+    assert ad.hessian(lambda e: np.sum(e ** 2))(e).shape == (0, 0)
+    assert jac(np.sin)(np.zeros((0, 2))).shape == (0, 2, 0, 2)
+
+
+def pytree_leaves(tree):
+    return [np.asarray(x) for x in ad.pytree.flatten(tree)[0]]
