@@ -62,12 +62,27 @@ class Encoder(nn.Module):
         return self.layer(x, is_causal=False)
 
 
+class Upsampler(nn.Module):
+    """The decoder end of a segmentation network: bilinear and nearest upsampling (Resize, or
+    Upsample before opset 10)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 3, 3)
+        self.bilinear = nn.Upsample(scale_factor=2, mode="bilinear", align_corners=False)
+        self.nearest = nn.Upsample(scale_factor=(1.5, 2), mode="nearest")
+
+    def forward(self, x):
+        return self.nearest(torch.tanh(self.bilinear(self.conv(x))))
+
+
 MODELS = {   # name -> (module factory, input shape)
     "mlp": (lambda: nn.Sequential(nn.Linear(3, 5), nn.Tanh(), nn.Linear(5, 2)), (4, 3)),
     "cnn": (CNN, (2, 2, 6, 6)),
     "residual": (Residual, (1, 3, 5, 5)),
     "lstm": (LSTM, (2, 5, 3)),
     "transformer": (Encoder, (2, 4, 8)),
+    "upsample": (Upsampler, (1, 2, 5, 4)),
 }
 
 
@@ -167,18 +182,28 @@ def test_checker_passes_on_the_imported_program(models, name):
 
 
 OPSETS = (9, 10, 11, 12, 14, 20)     # 9 is torch's oldest; 20 the TorchScript exporter's newest
-OLDEST = {"transformer": 14}         # scaled_dot_product_attention exports from opset 14 on
+REFUSED_BELOW = {"transformer": 14}  # scaled_dot_product_attention exports from opset 14 on
+OTHER_BELOW = {"upsample": 11}       # Upsample/Resize-10 have no half_pixel: torch warns that the
+                                     # file means another resize; onnxruntime is the oracle there
 
 
 @pytest.mark.parametrize("opset", OPSETS)
 @pytest.mark.parametrize("name", MODELS)
 def test_every_opset_torch_exports(name, opset):
     """The model exported at each opset torch offers (their ops differ: Slice's attributes before
-    10, Clip's and Squeeze's before 11/13, LayerNormalization decomposed before 17) imports, and
-    its forward and gradient equal torch's; where torch cannot export, it says so itself."""
-    if opset < OLDEST.get(name, 9):
+    10, Clip's and Squeeze's before 11/13, LayerNormalization decomposed before 17, Upsample
+    before 10) imports, and its forward and gradient equal torch's; where torch cannot export,
+    it says so itself."""
+    if opset < REFUSED_BELOW.get(name, 0):
         with pytest.raises(torch.onnx.errors.UnsupportedOperatorError, match="opset version"):
             build(name, opset=opset)
+        return
+    if opset < OTHER_BELOW.get(name, 0):
+        module, x, _ = build(name)
+        x = x.float().numpy()            # onnxruntime has no float64 Conv-1
+        data = export(module.float(), torch.from_numpy(x), opset)
+        sess = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+        np.testing.assert_allclose(ad.from_onnx(data)(x), sess.run(None, {"x": x})[0], rtol=1e-5, atol=1e-6)
         return
     module, x, data = build(name, opset=opset)
     prog = ad.from_onnx(data)
