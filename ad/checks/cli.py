@@ -3,6 +3,8 @@
     ad-check --library                         every rule of ad.lib at its sample inputs
     ad-check --library --only sin matmul --profile interface
     ad-check --gallery                         the wrong rules of ad.checks.gallery, each caught
+    ad-check --mutants --workers 2             mutation testing: mutants of every rule's template, the score
+    ad-check --mutants --only sin matmul --record docs/checks.md
     ad-check mypkg.model:loss --randn 3,4 4    a program at random standard-normal arguments
     ad-check path/to/file.py:f --example path/to/file.py:make_args --rule
     ad-check mypkg.model:f --randn 3 --complex --holomorphic    complex arguments, f asserted holomorphic
@@ -22,6 +24,7 @@ import time
 import numpy as np
 
 from .. import nn  # noqa: F401  (its primitives join the registry: --library checks them too)
+from . import mutants
 from .gallery import GALLERY
 from .library import check_library
 from .program import check
@@ -77,7 +80,13 @@ def build_parser() -> argparse.ArgumentParser:
     what.add_argument("function", nargs="?", metavar="MODULE:FUNCTION", help="a program (or, with --rule, a rule's call)")
     what.add_argument("--library", action="store_true", help="check every rule of the library")
     what.add_argument("--gallery", action="store_true", help="run the gallery of wrong rules")
-    p.add_argument("--only", nargs="+", metavar="NAME", help="with --library/--gallery: only these primitives/entries")
+    what.add_argument("--mutants", action="store_true", help="mutation testing: check mutants of every rule's "
+                      "lifted pullback template and print the mutation score (ad.checks.mutants)")
+    p.add_argument("--only", nargs="+", metavar="NAME", help="with --library/--gallery/--mutants: only these "
+                   "primitives/entries")
+    p.add_argument("--workers", type=int, default=1, help="with --mutants: processes to run them in")
+    p.add_argument("--record", metavar="FILE", help="with --mutants: rewrite the generated section of FILE "
+                   "(docs/checks.md) with the figures")
     given = p.add_mutually_exclusive_group()
     given.add_argument("--randn", nargs="+", metavar="SHAPE", help="one standard-normal argument per shape, e.g. 3,4")
     given.add_argument("--example", metavar="MODULE:FACTORY", help="a function returning the arguments tuple")
@@ -97,6 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    if args.mutants:
+        return _mutants(args)
     options = {"seed": args.seed, "profile": args.profile, "directions": args.directions}
     if args.second_order:
         options["second_order"] = True
@@ -131,6 +142,22 @@ def _run(args, options) -> tuple[list, list]:
     else:
         reports = [_program(args, options)]
     return reports, [r for r in reports if not r.ok]
+
+
+def _mutants(args) -> int:
+    """Print the mutation score and every survivor; exit status 1 if a mutant survived."""
+    unknown = sorted(set(args.only or ()) - {p.name for p in mutants.REGISTRY.values()})
+    if unknown:
+        print(f"ad-check: error: no primitives {unknown}", file=sys.stderr)
+        return 2
+    report = mutants.run(args.only, workers=args.workers, seed=args.seed, progress=Progress())
+    print(report.summary())
+    if args.record:
+        mutants.record(report, args.record, command="ad-check " + " ".join(sys.argv[1:]))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump([vars(o) for o in report.outcomes], f, indent=1)
+    return 1 if report.survivors else 0
 
 
 def _program(args, options):

@@ -25,7 +25,7 @@ from ..core_prims import project
 from ..tangents import is_zero
 from .base import Verdict, check, dense, normalize, random_cotangent
 from .fd import (_flat64, _pairing_weights, as64, basis, coordinate, coordinates, cotangent_of,
-                 directional_derivative, jacobian, one_sided_derivative, pair, random_like, refined)
+                 directional_derivative, jacobian, max_step, one_sided_derivative, pair, random_like, refined)
 from .settings import fd_rtol
 
 MAX_BRACKET = 512        # coordinates of a kink bracket
@@ -129,6 +129,12 @@ def _classify(p: _Probe, us, vs, g, row) -> Verdict:
     dp, dm = p.derivative(us, side=1), p.derivative(us, side=-1)
     if not (dp.converged and dm.converged):
         row["point"] = "discontinuity"
+        flat = _flat_both_sides(p, g)
+        if flat:
+            return Verdict("fail", f"argument(s) {flat}: the function is constant on both sides of this point "
+                           "along them (it jumps at the point alone: a selection by equality, a step), so the "
+                           "derivative there is zero from either side, but the pullback gives them a nonzero "
+                           "cotangent", {"failing_arguments": flat})
         return Verdict("warn", "not differentiable at this point: one-sided differences along a random "
                        "direction do not converge, even with steps 65536 times smaller (a jump, a pole, the "
                        "domain's edge, or kinks closer than that); no derivative to compare with")
@@ -143,6 +149,33 @@ def _classify(p: _Probe, us, vs, g, row) -> Verdict:
     if abs(mid - row["rhs"]) <= allowed:
         return Verdict("pass", "")
     return _smooth_failure(p, us, vs, g, row)
+
+
+def _flat_both_sides(p: _Probe, g) -> list[int]:
+    """The perturbed inputs with a nonzero cotangent along which ``f`` is constant on both sides
+    of the point: ``f(x + t u) == f(x + t u / 2)`` for t = +-h and +-h/1000 (h as the stencils
+    take it). Both one-sided derivatives are then zero, so a nonzero cotangent is not even a
+    subgradient (an operand only compared for equality, given the incoming cotangent)."""
+    flat = []
+    for k, x in enumerate(p.sub):
+        if not np.any(g[k]):
+            continue
+        u = random_like(x, p.rng)
+        h = 1e-3 * max(1.0, float(np.max(np.abs(x), initial=0.0)))
+        if p.doms[k] is not None:
+            cap = max_step([x], [u], [p.doms[k]])
+            h = min(h, cap) if cap > 0 else h
+
+        def at(t, k=k, x=x, u=u):
+            with np.errstate(all="ignore"):
+                return _flat64(p.f(*_merge(p.sub, [k], [x + t * u])))
+        if all(_equal(at(t), at(t / 2)) for t in (h, -h, h / 1000, -h / 1000)):
+            flat.append(p.wrt[k])
+    return flat
+
+
+def _equal(a, b) -> bool:
+    return bool(np.all(np.isfinite(a)) and np.all(np.abs(a - b) <= 1e-12 * np.maximum(np.abs(a), 1.0)))
 
 
 def _conjugated(p: _Probe, us, vs, row) -> bool:
