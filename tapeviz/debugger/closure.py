@@ -9,6 +9,11 @@ by side with the rule's and the pullback's source.
 Instances are found on the primal tape (``ad.trace``) of the debugged function, mapped onto the
 gradient tape by ``gt.meta["primal_map"]``; the rules are those registered when the debugger was
 built (a wrong rule registered with ``ad.using_rule`` stays the one shown).
+
+In forward mode (``tapeviz.debug_jvp``) the panel compares one primal equation's pushforward:
+the closure form (``ad.jvp(..., form="closure")`` of the equation alone, at its recorded operands
+and tangents: the rule's ``frule``, or the vjp of the pullback closure it returns) against the
+output tangents its pushforward block computed in the linearization's tape.
 """
 from __future__ import annotations
 
@@ -19,6 +24,7 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
+import ad
 from ad.checks.forms import CotangentComparison, closure_cotangents, compare_cotangents
 from ad.checks.settings import exact_rtol
 from ad.lift import lift
@@ -204,10 +210,10 @@ def closure_html(model: DebugModel, listing: Listing, comparison, name: str | No
             f'<div class="tv-lifted">{block}</div></div>')
 
 
-def _row_html(listing: Listing, row: OperandRow) -> str:
+def _row_html(listing: Listing, row: OperandRow, missing: str = "template") -> str:
     r = row.result
     operand = listing.var(row.operand) if row.operand in listing.model.var_attrs else esc(row.operand)
-    where = listing.var(row.lifted_var) if row.lifted_var else "template"
+    where = listing.var(row.lifted_var) if row.lifted_var else missing
     return (f'<tr class="{"tv-ok" if r.ok else "tv-bad"}"><td>{operand}</td><td>{esc(_short(r.closure))}</td>'
             f'<td>{where}: {esc(_short(r.lifted))}</td><td class="tv-num">{_num(r.max_abs)}</td>'
             f'<td class="tv-num">{_num(r.max_rel)}</td><td>{CHECK if r.ok else CROSS}</td></tr>')
@@ -221,3 +227,79 @@ def _short(a) -> str:
     if a is None:
         return "none (zero)"
     return f"{np.shape(a)} {summarize(a)}"
+
+
+# -- forward mode ----------------------------------------------------------------------------
+
+@dataclass
+class TangentComparison:
+    """Closure versus lifted for one primal equation's pushforward (rows: one per output)."""
+    name: str                     # the equation's first output
+    prim: Any
+    source: str | None
+    rule_source: str
+    block: list[int]              # its pushforward block in the tape
+    tolerance: float
+    rows: list[OperandRow] = field(default_factory=list)
+    error: str | None = None      # the closure form raised
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and all(r.result.ok for r in self.rows)
+
+
+def compare_tangents(model: DebugModel, eqn: int) -> TangentComparison:
+    """Equation ``eqn``'s output tangents: the closure form, run on its recorded operands and
+    tangents (the caller registers the rules the tape was built with), beside the values of its
+    pushforward block."""
+    m = model
+    e = m.eqns[eqn]
+    ops = [m.values[repr(x)] if type(x) is Var else x.value for x in e.inputs]
+    tangents = [m.values[m.tangents[repr(x)]] if type(x) is Var and repr(x) in m.tangents else None
+                for x in e.inputs]
+    names = [m.tangents.get(repr(v)) for v in e.outputs]
+    lifted = [m.values[n] if n else None for n in names]
+    rule = e.prim.frule or e.prim.rule
+    dtypes = [np.asarray(v).dtype for v in ops + [x for x in lifted if x is not None]]
+    block = [i for i in m.rows[m.row_of_eqn[eqn]].backward]
+    result = TangentComparison(repr(e.outputs[0]), e.prim, e.source, source_of(rule), block, exact_rtol(dtypes))
+
+    def alone(*operands):
+        return e.prim.bind(*operands, **dict(e.params))
+    try:
+        _, closure = ad.jvp(alone, tuple(ops), tuple(tangents), form="closure")
+    except Exception as exc:  # noqa: BLE001  (any error of user code is shown, not raised)
+        result.error = f"{type(exc).__name__}: {exc}"
+        return result
+    closure = list(closure) if e.prim.multiple_results else [closure]
+    needs = [v.aval.is_float for v in e.outputs]
+    for r in compare_cotangents(closure, lifted, needs, dtypes):
+        result.rows.append(OperandRow(repr(e.outputs[r.index]), names[r.index], r))
+    return result
+
+
+def tangent_html(model: DebugModel, listing: Listing, comparison, name: str | None) -> str:
+    if comparison is None:
+        what = f"{esc(name)} belongs to no pushforward" if name else "nothing selected"
+        return (f'<div class="tv-closure-panel" data-instance="">Select a primal equation or its tangent '
+                f'to compare its closure and lifted pushforwards ({what}).</div>')
+    c = comparison
+    head = (f'<div class="tv-closure-h">pushforward of <b>{esc(c.prim.name)}</b> for {listing.var(c.name)}'
+            f' at <code>{esc(c.source or "?")}</code></div>')
+    block = "".join(f'<div class="tv-eq" data-var="{esc(repr(model.eqns[i].outputs[0]))}">{listing.line(i)}</div>'
+                    for i in c.block) or '<div class="tv-eq">(no equations: no tangent reaches it)</div>'
+    if c.error:
+        verdict = f'<div class="tv-verdict tv-bad">the closure form raised {esc(c.error)}</div>'
+    else:
+        verdict = (f'<div class="tv-verdict {"tv-good" if c.ok else "tv-bad"}">'
+                   f'{"closure and lifted agree" if c.ok else "closure and lifted DIFFER"} '
+                   f'(relative tolerance {c.tolerance:.1e})</div>')
+    rows = "".join(_row_html(listing, row, "no tangent") for row in c.rows)
+    return (f'<div class="tv-closure-panel"{attr("data-instance", c.name)}{attr("data-ok", str(c.ok).lower())}'
+            f' data-mode="forward">{head}{verdict}'
+            '<table class="tv-table"><thead><tr><th>output</th><th>closure tangent</th><th>lifted tangent</th>'
+            f'<th>max |diff|</th><th>max rel</th><th></th></tr></thead><tbody>{rows}</tbody></table>'
+            '<div class="tv-src"><div><div class="tv-caption">rule source (the closure form runs it)</div>'
+            f'<pre>{esc(c.rule_source)}</pre></div></div>'
+            f'<div class="tv-caption">lifted pushforward: {len(c.block)} equation(s) in the tape</div>'
+            f'<div class="tv-lifted">{block}</div></div>')

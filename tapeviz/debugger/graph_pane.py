@@ -25,12 +25,19 @@ def _swatch(frame: str, fill: str, width: int, text: str) -> str:
             f'{esc(text)}')
 
 
-LEGEND = '<div class="tv-legend">' + " ".join(
-    [_swatch(look.frame, look.background, look.width, look.text) for look in labels.KINDS.values()]
-    + [_swatch(labels.CURRENT.frame, "#fff", 3, "current step"),
-       _swatch("#9ca3af", labels.TINT, 1, "written by this step"),
-       _swatch("#9ca3af", SELECTED_TINT, 1, "selected"),
-       _swatch(labels.FAILED.frame, labels.FAILED.background, 3, "failed check")]) + "</div>"
+ABSENT = {"reverse": {"tangent"}, "forward": {"cotangent"}}     # value kinds a mode's tape never has
+
+
+def legend(mode: str) -> str:
+    """The graph pane's key for a tape of ``mode`` ("reverse" or "forward"): the kinds of value
+    it can draw, the cursor's and the checks' marks."""
+    kinds = [look for kind, look in labels.KINDS.items() if kind not in ABSENT[mode]]
+    return '<div class="tv-legend">' + " ".join(
+        [_swatch(look.frame, look.background, look.width, look.text) for look in kinds]
+        + [_swatch(labels.CURRENT.frame, "#fff", 3, "current step"),
+           _swatch("#9ca3af", labels.TINT, 1, "written by this step"),
+           _swatch("#9ca3af", SELECTED_TINT, 1, "selected"),
+           _swatch(labels.FAILED.frame, labels.FAILED.background, 3, "failed check")]) + "</div>"
 
 
 class GraphPane:

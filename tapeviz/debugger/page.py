@@ -26,7 +26,7 @@ import warnings
 from pathlib import Path
 
 from .frames import checks_part, sel_part, step_part
-from .graph_pane import LEGEND
+from .graph_pane import legend
 from .inspector import inspector_html
 from .listing import Listing, phase_html
 from .markup import esc, static
@@ -119,7 +119,7 @@ def session(dbg, max_bytes: int = MAX_BYTES) -> dict:
             "steps": steps, "dots": list(dots), "vars": variables, "html": list(texts),
             "listing": budget.add(full.render()),
             "residuals": budget.add(residuals_html(m, full, rows_each_side=len(m.residual_table()))),
-            "legend": LEGEND, "checks": {**checks_part(m, dbg._checks.get("current")), "offline": OFFLINE},
+            "legend": legend(m.mode), "checks": {**checks_part(m, dbg._checks.get("current")), "offline": OFFLINE},
             "note": NOTE}
 
 

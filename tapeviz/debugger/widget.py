@@ -12,7 +12,10 @@ the frame (``frames``) and HTML drawn by the views (``listing``, ``inspector``, 
 ``closure``) and the graph pane's DOT, which the browser lays out (in a Web Worker). The listing
 and the residuals are sent without what depends on the cursor (the view sets those classes), and
 the listing's window of rows moves only when the cursor nears its edges, so most steps send
-neither. The only module of the package that imports ipywidgets (through anywidget).
+neither. The view asks for the steps around the cursor ahead of time (``{"action": "ahead"}``,
+answered by ``_ahead`` with what those steps would send, the cursor unmoved) and repaints a click
+on one of them at once; each action the view sends carries a number (``seq``) that the frame
+echoes, so the kernel's answer confirms (or corrects) what the view guessed. The only module of the package that imports ipywidgets (through anywidget).
 ``JvpDebugger`` is the same widget for forward mode (``tapeviz.debug_jvp``): a linearization's
 forward and tangent listings side by side, stepping through the pushforward blocks.
 """
@@ -28,11 +31,12 @@ import numpy as np
 import traitlets
 
 import ad
+from ad.tape import Var
 
 from . import page
-from .closure import closure_html, compare, instances
+from .closure import closure_html, compare, compare_tangents, instances, tangent_html
 from .frames import NO_CHECKS, checks_part, sel_part, step_part
-from .graph_pane import LEGEND, GraphPane
+from .graph_pane import GraphPane, legend
 from .inspector import inspector_html
 from .listing import Listing
 from .markup import static
@@ -43,6 +47,7 @@ STATIC = Path(__file__).with_name("static")
 MIMES = {"svg": "image/svg+xml", "dot": "text/vnd.graphviz", "png": "image/png", "pdf": "application/pdf",
          "txt": "text/plain"}
 PROGRESS_STEPS = 100          # at most this many progress updates reach the view while checks run
+AHEAD_MAX = 32                # at most this many steps answered per request of the view
 
 
 class Exported(NamedTuple):
@@ -72,7 +77,7 @@ class TapeDebugger(anywidget.AnyWidget):
     _residuals = traitlets.Unicode().tag(sync=True)
     _closure = traitlets.Unicode().tag(sync=True)
     _dot = traitlets.Unicode().tag(sync=True)
-    _legend = traitlets.Unicode(LEGEND).tag(sync=True)
+    _legend = traitlets.Unicode().tag(sync=True)
 
     def __init__(self, f, args, argnums=0, *, rows: int = 40, graph_k: int = 2):
         with np.errstate(all="ignore"):        # NaN and Inf are what one debugs: shown, not warned
@@ -84,6 +89,7 @@ class TapeDebugger(anywidget.AnyWidget):
         with np.errstate(all="ignore"):
             self.primal = ad.trace(f, *args)
         self.model = model
+        self._legend = legend(model.mode)
         # the rules as they are now: a rule swapped later must not change what is shown
         self.rules = {e.prim: e.prim.rule for e in self.primal.eqns}
         self.listing_view = Listing(self.model, rows)
@@ -95,6 +101,7 @@ class TapeDebugger(anywidget.AnyWidget):
         self._closure_on = False
         self._checks = dict(NO_CHECKS)
         self._message = ""
+        self._seq = 0                          # the last action of the view, echoed by the frame
         self._actions = {
             "hello": lambda _: self.send({"kind": "hello"}),
             "graphviz": lambda _: self.send({"kind": "graphviz", "source": static("graphviz/graphviz.js")}),
@@ -109,6 +116,7 @@ class TapeDebugger(anywidget.AnyWidget):
             "checks": lambda _: self._checks_from_view(),
             "alert": lambda msg: self.jump_to_alert(int(msg["k"])),
             "export": lambda msg: self._offer(self.export(msg["format"])),
+            "ahead": lambda msg: self._ahead(msg.get("indices") or ()),
         }
         self.on_msg(self._on_message)
         self._refresh()
@@ -116,8 +124,17 @@ class TapeDebugger(anywidget.AnyWidget):
     def _on_message(self, _widget, content, _buffers) -> None:
         """An action from the view; unknown ones are ignored (a newer view, an older kernel)."""
         action = self._actions.get(content.get("action"))
-        if action is not None:
+        if action is None:
+            return
+        if "seq" not in content:
             action(content)
+            return
+        self._seq = int(content["seq"])
+        try:
+            action(content)
+        finally:                               # confirmed even when the action failed
+            if self._frame.get("seq") != self._seq:
+                self._frame = self._frame_now()
 
     # -- what a saved or untrusted notebook shows ------------------------------------------
     def _repr_mimebundle_(self, **kwargs):
@@ -267,10 +284,7 @@ class TapeDebugger(anywidget.AnyWidget):
         findings on the equations; jump to the first offending one. Returns the report."""
         self._checks = {**NO_CHECKS, "state": "running", "summary": "running ad.check\u2026"}
         self._frame = self._frame_now()
-        with contextlib.ExitStack() as stack:
-            for prim, rule in self.rules.items():
-                if prim.rule is not rule:
-                    stack.enter_context(ad.using_rule(prim, rule))
+        with self._built_rules():
             try:
                 report = ad.check(self.f, *self.args, argnums=self.argnums,
                                   progress=self._check_progress, **options)
@@ -287,6 +301,15 @@ class TapeDebugger(anywidget.AnyWidget):
         else:
             self._refresh()
         return report
+
+    @contextlib.contextmanager
+    def _built_rules(self):
+        """The rules the tape was built with, registered again while checks or comparisons run."""
+        with contextlib.ExitStack() as stack:
+            for prim, rule in self.rules.items():
+                if prim.rule is not rule:
+                    stack.enter_context(ad.using_rule(prim, rule))
+            yield
 
     def _checks_from_view(self) -> None:
         """The view's button: a check that raises is shown in the view (run_checks sets the
@@ -331,7 +354,44 @@ class TapeDebugger(anywidget.AnyWidget):
         m = self.model
         return {"eqns": len(m.eqns), "pane": {"k": self.graph.k}, "mode": m.mode, "granularity": m.granularity,
                 "step": step_part(m), "selected": m.selected, "sel": sel_part(m, m.selected),
-                "closure": self._closure_on, "message": self._message, "checks": self._checks}
+                "closure": self._closure_on, "message": self._message, "checks": self._checks,
+                "seq": self._seq, "window": list(self._window or self.listing_view.follow(None)),
+                "context": self._context()}
+
+    def _context(self) -> str:
+        """What a step's parts depend on besides the cursor: the view keeps the steps it was
+        sent ahead per context, and drops them when it changes."""
+        m = self.model
+        return f"{m.mode}|{m.granularity}|{m.selected}|{m.checks_version}"
+
+    def _ahead(self, indices) -> None:
+        """Send the view the steps ``indices`` as a step to them would send them (the step part,
+        the DOT, the inspector, the residuals, the listing's window and, when that window is not
+        the current one, its rows), the cursor unmoved. None while the closure panel is shown
+        (a step redraws it: the kernel answers those steps)."""
+        m = self.model
+        texts: dict[str, int] = {}
+
+        def intern(text: str) -> int:
+            return texts.setdefault(text, len(texts))
+
+        steps = []
+        wanted = sorted({int(i) for i in indices if 0 <= int(i) < m.n_steps})[:AHEAD_MAX]
+        saved = m.index
+        try:
+            for j in [] if self._closure_on else wanted:
+                m.index = j
+                window = self.listing_view.follow(self._window)
+                part = {"index": j, "step": step_part(m), "dot": intern(self.graph.dot()),
+                        "inspector": intern(inspector_html(m, self.listing_view.var)),
+                        "residuals": intern(residuals_html(m, self.listing_view, cursor=False)),
+                        "window": list(window)}
+                if window != self._window:
+                    part["listing"] = intern(self.listing_view.render(window, cursor=False))
+                steps.append(part)
+        finally:
+            m.index = saved
+        self.send({"kind": "ahead", "context": self._context(), "steps": steps, "texts": list(texts)})
 
     def _refresh(self):
         m = self.model
@@ -353,8 +413,10 @@ class JvpDebugger(TapeDebugger):
     ``tangents``, as ``ad.linearize`` builds it: the forward listing beside the tangent listing
     (each primal equation's pushforward block in its row), stepping through the forward section
     and then the pushforward blocks in forward order; the inspector shows a value beside its
-    tangent. Scripting and static pages are ``TapeDebugger``'s; the closure-versus-lifted panel
-    and ``run_checks`` are about pullbacks and belong to ``tapeviz.debug``."""
+    tangent. ``run_checks`` runs ``ad.check`` on the program in the differentiated arguments
+    (its ``program.jvp`` checks forward mode against the gradient and finite differences) and pins
+    its findings on the primal equations and their pushforward blocks; the closure-versus-lifted
+    panel compares a primal equation's closure pushforward with its block's tangents."""
 
     def __init__(self, f, primals, tangents, *, rows: int = 40, graph_k: int = 2):
         self.tangents = tuple(tangents)
@@ -364,17 +426,18 @@ class JvpDebugger(TapeDebugger):
             self._start(f, primals, argnums, DebugModel(tape, primals, values=values), rows, graph_k)
 
     def comparison(self, name: str | None = None):
-        return None
+        """Closure versus lifted pushforward of the primal equation of ``name`` (default: the
+        inspector's variable, a primal value or a tangent); None when no tangent reaches it."""
+        m = self.model
+        inst = m.instance_of(name or m.focus)
+        p = m.producer_index.get(inst) if inst else None
+        if p is None or not any(type(x) is Var and repr(x) in m.tangents for x in m.eqns[p].inputs):
+            return None
+        if inst not in self._comparisons:
+            with self._built_rules(), np.errstate(all="ignore"):
+                self._comparisons[inst] = compare_tangents(m, p)
+        return self._comparisons[inst]
 
     def closure_panel(self, name: str | None = None) -> str:
-        return ('<div class="tv-closure-panel" data-instance="">Forward mode: the pushforwards are derived '
-                'from the lifted pullbacks (docs/forward.md). Compare a rule\'s closure and lifted pullbacks '
-                'in tapeviz.debug(f, *args); ad.check(f, *args) checks jvp against vjp.</div>')
-
-    def run_checks(self, **options):
-        message = ("the forward-mode debugger pins no check results yet: ad.check's findings name the "
-                   "gradient tape's equations; run them in tapeviz.debug(f, *args) (ad.check also "
-                   "checks jvp against vjp there)")
-        self._checks = {**NO_CHECKS, "state": "error", "summary": message}
-        self._frame = self._frame_now()
-        raise NotImplementedError(message)
+        name = name or self.model.focus
+        return tangent_html(self.model, self.listing_view, self.comparison(name), name)

@@ -8,6 +8,8 @@ import pytest
 import ad
 import tapeviz
 from ad.examples import mlp_example, mlp_loss
+from ad.checks.gallery import GALLERY, cube
+from ad.primitives import lookup
 from tapeviz.debugger import page
 
 
@@ -146,11 +148,6 @@ def test_refusals_name_the_cause():
         tapeviz.debug_jvp(f, X, TX)
     with pytest.raises(ValueError, match="shape"):
         tapeviz.debug_jvp(f, (X, W), (np.ones(2), None))
-    dbg = tapeviz.debug_jvp(f, (X, W), (TX, None))
-    with pytest.raises(NotImplementedError, match="tapeviz.debug"):
-        dbg.run_checks()
-    assert dbg._frame["checks"]["state"] == "error"
-    assert "tapeviz.debug(f, *args)" in dbg.closure_panel()
 
 
 def test_a_pushforward_by_the_vjp_of_its_pullback_is_flagged():
@@ -168,3 +165,71 @@ def test_a_pushforward_by_the_vjp_of_its_pullback_is_flagged():
     eps = 1e-6
     fd = (g(A + eps * T) - g(A - eps * T)) / (2 * eps)
     np.testing.assert_allclose(m.values[m.tangents["%3"]], fd, rtol=1e-6)
+
+
+def tanh_wrong_sign(x):
+    y = np.tanh(x)
+    return y, lambda dy: (-dy * (1 - y * y),)
+
+
+def test_checks_pin_their_findings_on_the_primal_equation_and_its_pushforward():
+    """ad.check in the differentiated arguments: the wrong tanh rule fails program.jvp (forward
+    mode against finite differences) and its rule checks; the cursor jumps to tanh's pushforward
+    block, both sides of its row carry the mark and the graph tints it."""
+    with ad.using_rule(np.tanh, tanh_wrong_sign):
+        dbg = tapeviz.debug_jvp(f, (X, W), (TX, None))
+    report = dbg.run_checks()                         # the rule is registered again for the checks
+    assert not report.ok and {"program.jvp", "fd.jvp"} <= {a.check for a in dbg.alerts}
+    m = dbg.model
+    tanh = m.producer_index["%4"]
+    assert {a.eqn for a in dbg.alerts if a.status == "fail"} == {tanh}
+    assert dbg.phase_line == "tangent, step 8 of 10: pushforward of %4 (tanh) (4 equations)"
+    assert dbg.selected == "%4" and dbg._frame["checks"]["state"] == "fail"
+    block = m.rows[m.row_of_eqn[tanh]].backward
+    assert tanh in m.marks and block[0] in m.marks
+    assert "tv-badge tv-fail" in dbg.listing_view.render()
+    assert "#fecaca" in dbg._dot                      # the failed equation's tint
+    eps = 1e-6                                        # the tangents shown are the wrong rule's
+    fd = (f(X + eps * TX, W) - f(X - eps * TX, W)) / (2 * eps)
+    assert not np.isclose(m.values[m.tangents["%6"]], fd)
+    assert tapeviz.debug_jvp(f, (X, W), (TX, None)).run_checks().ok
+
+
+def test_closure_and_lifted_pushforwards_side_by_side():
+    dbg = tapeviz.debug_jvp(f, (X, W), (TX, None))
+    m = dbg.model
+    dbg.select(m.tangents["%4"])                      # a tangent names its primal equation
+    dbg.show_closure(True)
+    c = dbg.comparison()
+    assert c.name == "%4" and c.ok and [r.lifted_var for r in c.rows] == [m.tangents["%4"]]
+    y = np.arange(9.0).reshape(3, 3) / 10 @ np.sin(X)
+    t3 = m.values[m.tangents["%3"]]
+    np.testing.assert_allclose(c.rows[0].result.closure, (1 - np.tanh(y) ** 2) * t3)   # d tanh = 1 - tanh^2
+    assert 'data-mode="forward"' in dbg._closure and "closure and lifted agree" in dbg._closure
+    assert dbg.comparison("%1") is None               # W has no tangent: nothing is pushed through it
+    assert "belongs to no pushforward" in dbg.closure_panel("%1")
+
+
+def test_closure_and_lifted_pushforwards_that_disagree_are_flagged():
+    """A rule whose primal is wrong (x*x for a cube): the tangent tape's multiply reads the rule's
+    x*x, while the closure form pushes the recorded operands' tangents through the product rule."""
+    entry = GALLERY["wrong primal"]
+    x = np.linspace(0.5, 1.5, 3)
+    with ad.using_rule(entry.target, entry.rule):
+        dbg = tapeviz.debug_jvp(lambda x: np.sum(cube(x) * x), (x,), (np.ones(3),))
+    m = dbg.model
+    product = next(e for e in m.eqns if e.prim is lookup(np.multiply) and e.origin.kind == "primal")
+    a, b = (repr(v) for v in product.inputs)
+    c = dbg.comparison(repr(product.outputs[0]))
+    r = c.rows[0].result
+    value, tangent = m.values.get, lambda v: m.values[m.tangents[v]]
+    np.testing.assert_allclose(r.closure, tangent(a) * value(b) + value(a) * tangent(b))
+    assert not c.ok and r.max_abs > 1
+    assert "DIFFER" in dbg.closure_panel(repr(product.outputs[0]))
+
+
+def test_the_legend_lists_the_kinds_of_value_of_its_mode(mlp_dbg):
+    forward = tapeviz.debug_jvp(f, (X, W), (TX, None))
+    assert "tangent value (forward mode)" in forward._legend and "cotangent" not in forward._legend
+    assert "tangent value" not in mlp_dbg._legend and "backward value (cotangent)" in mlp_dbg._legend
+    assert page.session(forward)["legend"] == forward._legend

@@ -5,6 +5,7 @@ import html
 import re
 
 import numpy as np
+import pytest
 
 import tapeviz
 from ad.examples import mlp_loss
@@ -234,3 +235,28 @@ def test_debug_takes_argnums(mlp_args):
     dbg = tapeviz.debug(mlp_loss, *mlp_args, argnums=1)
     assert dbg.model.gt.wrt == (4,)
     assert "x" in dbg.model.gt.input_names and "grad x" in dbg._listing
+
+
+def test_steps_sent_ahead_are_what_a_step_to_them_sends(mlp_dbg, monkeypatch):
+    """The view repaints a click from the steps it was sent ahead: each must equal what the
+    kernel sends when it moves there, and the kernel's frame echoes the view's action number."""
+    dbg = mlp_dbg
+    dbg.step_to(3)
+    sent = answers(dbg, monkeypatch)
+    click(dbg, "ahead", indices=[2, 4, 5, 10_000, -1])
+    (reply,) = sent
+    assert reply["context"] == dbg._frame["context"] and [s["index"] for s in reply["steps"]] == [2, 4, 5]
+    assert dbg.step == 3                                 # the cursor did not move
+    for part in reply["steps"]:
+        listing = reply["texts"][part["listing"]] if "listing" in part else dbg._listing
+        click(dbg, "step", index=part["index"], seq=part["index"] + 100)
+        assert dbg._frame["seq"] == part["index"] + 100 and dbg._frame["step"] == part["step"]
+        assert dbg._frame["window"] == part["window"] and dbg._listing == listing
+        assert (dbg._dot, dbg._inspector, dbg._residuals) == tuple(
+            reply["texts"][part[k]] for k in ("dot", "inspector", "residuals"))
+        dbg.step_to(3)
+    with pytest.raises(IndexError):                      # refused (out of range), still confirmed
+        click(dbg, "step", index=10**6, seq=7)
+    assert dbg._frame["seq"] == 7 and dbg.step == 3
+    dbg.select("%3")
+    assert dbg._frame["context"] != reply["context"]     # the view drops what it was sent

@@ -9,7 +9,14 @@
    depends on the cursor or the selection (current line, partners, tints, notes) is applied here
    by classes, so one listing or card serves every step; new markup for the listing and the
    residuals keeps the rows that did not change (refill), so a step re-lays out only what it
-   changed, and Graphviz lays out in a Web Worker. Listeners only, never inline handlers:
+   changed, and Graphviz lays out in a Web Worker.
+
+   A click need not wait for the kernel: the view keeps the steps around the cursor, sent ahead
+   by Python ({action: "ahead"}, a bounded cache per context: granularity, selection, checks) with
+   their drawings laid out in the worker meanwhile, and repaints a step it has at once from them
+   (a *guess*). Every action carries a number (seq) that the kernel's frame echoes: frames older
+   than the last action are skipped, and the kernel's answer replaces the guess (the same markup:
+   nothing moves). Python stays the model. Listeners only, never inline handlers:
    the view works under a Content-Security-Policy without 'unsafe-inline'. Tape strings reach the
    DOM as text, or inside Python's escaped HTML. */
 
@@ -18,6 +25,10 @@ const HTML_PARTS = [["_listing", "listing"], ["_inspector", "inspector"], ["_res
   ["_closure", "closure"]];
 const PLAY_MS = 600;
 const SVG_CACHE = 64;
+const AHEAD = 6;               // steps kept on each side of the cursor
+const AHEAD_CACHE = 64;
+const LISTINGS = 8;            // listing windows kept for guesses
+const STEPPING = { first: () => 0, prev: (i) => i - 1, next: (i) => i + 1 };
 const ZOOM = 1.25;
 
 function el(tag, attrs = {}, ...children) {
@@ -29,6 +40,11 @@ function el(tag, attrs = {}, ...children) {
   }
   node.append(...children);
   return node;
+}
+
+/* Text that did not change is not set again (setting it would lay the page out again). */
+function setText(node, text) {
+  if (node.textContent !== text) node.textContent = text;
 }
 
 function button(cls, text, title) {
@@ -79,6 +95,9 @@ function skeleton(root) {
     view: el("div", { class: "tv-graph-view", title: "drag to pan; click a node to inspect it" }),
   };
   ui.pick.value = "";
+  ui.phaseText = el("span", { class: "tv-phase-text" });
+  ui.phaseWrites = el("span", { class: "tv-phase-writes" });
+  ui.phase.append(ui.phaseText, ui.phaseWrites);
   ui.drawing = el("div", { class: "tv-graph-svg" });
   ui.view.append(ui.drawing);
   ui.pane = el("div", { class: "tv-graph-pane" }, ui.caption, ui.legend,
@@ -258,10 +277,9 @@ class GraphPane {
         waited = true;
         if (this.pending !== dot) return;
       }
-      drawing = await this.layout(dot);
-      this.cache.set(dot, drawing);
-      if (this.cache.size > SVG_CACHE) this.cache.delete(this.cache.keys().next().value);
+      drawing = this.remember(dot);
     }
+    drawing = await drawing;
     if (!waited) await painted();
     if (this.pending !== dot) return;
     const { ui } = this;
@@ -274,6 +292,20 @@ class GraphPane {
     this.shown = dot;
     this.stamp();
     this.centre(this.view.frame.step.current);
+  }
+
+  /* A promise of the drawing of dot, kept (the cache holds the layouts under way too). */
+  remember(dot) {
+    const drawing = this.layout(dot);
+    this.cache.set(dot, drawing);
+    if (this.cache.size > SVG_CACHE) this.cache.delete(this.cache.keys().next().value);
+    return drawing;
+  }
+
+  /* Lay out a drawing a step ahead may need, in the worker only (never on the main thread). */
+  prefetch(dot) {
+    if (!dot || this.cache.has(dot) || this.graphviz === null) return;
+    this.graphviz.then((graphviz) => { if (graphviz?.worker && !this.cache.has(dot)) this.remember(dot); });
   }
 
   /* The drawn step and the selection's tint, for the current frame. */
@@ -447,6 +479,13 @@ class View {
     this.onMessage = (msg) => this.answer(msg);
     this.onChange = {};
     this.dirty = new Set();
+    this.seq = 0;                  // the last action sent; frames echo it
+    this.guessed = null;           // the traits of a step painted ahead of the kernel's answer
+    this.skipped = false;          // frames older than the last action were not painted
+    this.ahead = new Map();        // `${context}#${index}` -> a step sent ahead
+    this.asked = new Set();
+    this.listings = new Map();     // String(window) -> the listing's markup
+    this.applied = {};             // trait -> the markup in the DOM
     for (const trait of TRAITS) {
       this.onChange[trait] = () => this.invalidate(trait);
       model.on(`change:${trait}`, this.onChange[trait]);
@@ -468,36 +507,119 @@ class View {
   }
 
   flush() {
-    const dirty = this.dirty;
+    let dirty = this.dirty;
     this.dirty = new Set();
+    const frame = this.model.get("_frame");
+    if (frame && (frame.seq ?? this.seq) < this.seq) {     // a newer action's answer is coming
+      this.skipped = true;
+      return;
+    }
+    if (this.guessed || this.skipped) dirty = new Set(TRAITS);   // the kernel's answer, whole
+    this.guessed = null;
+    this.skipped = false;
+    this.paint(dirty);
+    if (!this.guessed) this.prefetch();
+  }
+
+  /* Paint the dirty traits; what is already on screen (the kernel confirming a guess, most
+     often) is not painted again. */
+  paint(dirty) {
+    let changed = dirty.has("_legend");
     for (const [trait, part] of HTML_PARTS) {
       if (!dirty.has(trait)) continue;
-      const html = this.model.get(trait) || "";
+      const html = this.value(trait) || "";
+      if (this.applied[trait] === html) continue;
+      this.applied[trait] = html;
+      changed = true;
       if (part === "listing" || part === "residuals") refill(this.ui[part], html);
       else this.ui[part].innerHTML = html;
       if (part === "closure") this.ui.closure.hidden = !html;
     }
     if (dirty.has("_legend")) this.ui.legend.innerHTML = this.model.get("_legend");
-    this.paintFrame();
+    const frame = JSON.stringify({ ...this.frame, seq: 0 });
+    if (changed || frame !== this.painted) this.paintFrame();
+    this.painted = frame;
+    this.ui.phase.dataset.confirmed = String(!this.guessed);
     this.paintGraph();
   }
 
+  /* A trait as shown: the guessed step's, else the model's. */
+  value(trait) {
+    return this.guessed && trait in this.guessed ? this.guessed[trait] : this.model.get(trait);
+  }
+
+  /* An action for the kernel; one that redraws carries seq (the frame that answers echoes it). */
   send(msg) {
-    this.model.send(msg);
+    if (["hello", "graphviz", "svg", "ahead", "export"].includes(msg.action)) {
+      this.model.send(msg);
+      return;
+    }
+    this.seq += 1;
+    this.model.send({ ...msg, seq: this.seq });
+  }
+
+  /* A step (first, prev, next, last, or the slider's index): painted at once when it was sent
+     ahead, and asked of the kernel, which confirms it. */
+  stepTo(action, index) {
+    const frame = this.frame;
+    const target = action === "step" ? index : action === "last" ? frame.step.n - 1
+      : STEPPING[action](frame.step.index);
+    this.send(action === "step" ? { action, index } : { action });
+    const hit = this.ahead.get(`${frame.context}#${Math.min(Math.max(target, 0), frame.step.n - 1)}`);
+    const listing = hit && (hit.listing ?? this.listings.get(String(hit.window)));
+    if (!frame.context || listing === undefined) return;
+    this.guessed = { _frame: { ...frame, step: hit.step, window: hit.window, seq: this.seq },
+      _dot: hit.dot, _inspector: hit.inspector, _residuals: hit.residuals, _listing: listing };
+    this.paint(new Set(TRAITS));
+  }
+
+  /* Ask for the steps around the kernel's cursor that the view does not have. */
+  prefetch() {
+    const frame = this.model.get("_frame");
+    if (!frame || !frame.context) return;
+    this.listings.delete(String(frame.window));
+    this.listings.set(String(frame.window), this.model.get("_listing"));
+    if (this.listings.size > LISTINGS) this.listings.delete(this.listings.keys().next().value);
+    const { index, n } = frame.step;
+    const wanted = [];
+    for (let j = Math.max(0, index - AHEAD); j <= Math.min(n - 1, index + AHEAD); j++) {
+      const key = `${frame.context}#${j}`;
+      if (!this.ahead.has(key) && !this.asked.has(key)) {
+        wanted.push(j);
+        this.asked.add(key);
+      }
+    }
+    if (wanted.length) this.send({ action: "ahead", indices: wanted });
+  }
+
+  keep(msg) {
+    const text = (k) => (k === undefined ? undefined : msg.texts[k]);
+    for (const part of msg.steps) {
+      const key = `${msg.context}#${part.index}`;
+      this.asked.delete(key);
+      this.ahead.delete(key);
+      this.ahead.set(key, { step: part.step, window: part.window, dot: text(part.dot),
+        inspector: text(part.inspector), residuals: text(part.residuals), listing: text(part.listing) });
+      if (this.ahead.size > AHEAD_CACHE) this.ahead.delete(this.ahead.keys().next().value);
+      this.graph.prefetch(text(part.dot));
+    }
+    if (this.asked.size > 4 * AHEAD_CACHE) this.asked.clear();
   }
 
   get frame() {
-    return this.model.get("_frame");
+    return this.value("_frame");
   }
 
   listen() {
     const { ui } = this;
     const on = (node, action) => node.addEventListener("click", () => this.send({ action }));
-    on(ui.first, "first"); on(ui.prev, "prev"); on(ui.next, "next"); on(ui.last, "last");
+    for (const action of ["first", "prev", "next", "last"]) {
+      ui[action].addEventListener("click", () => this.stepTo(action));
+    }
     on(ui.goto, "goto"); on(ui.check, "checks");
     ui.play.addEventListener("click", () => this.togglePlay());
     ui.slider.addEventListener("input", () => { ui.counter.textContent = `${ui.slider.value} / ${ui.slider.max}`; });
-    ui.slider.addEventListener("change", () => this.send({ action: "step", index: Number(ui.slider.value) - 1 }));
+    ui.slider.addEventListener("change", () => this.stepTo("step", Number(ui.slider.value) - 1));
     ui.pullback.addEventListener("click", () => this.send({ action: "granularity", value: "pullback" }));
     ui.primitive.addEventListener("click", () => this.send({ action: "granularity", value: "primitive" }));
     ui.pick.addEventListener("change", () => this.send({ action: "select", name: ui.pick.value }));
@@ -531,10 +653,10 @@ class View {
       clearInterval(this.playing);
       this.playing = null;
     } else {
-      if (this.frame.step.index >= this.frame.step.n - 1) this.send({ action: "first" });
+      if (this.frame.step.index >= this.frame.step.n - 1) this.stepTo("first");
       this.playing = setInterval(() => {
         if (this.frame.step.index >= this.frame.step.n - 1) this.togglePlay();
-        else this.send({ action: "next" });
+        else this.stepTo("next");
       }, PLAY_MS);
     }
     this.ui.play.textContent = this.playing === null ? "\u25b6 play" : "\u23f8 pause";
@@ -547,6 +669,8 @@ class View {
       this.ui.status.textContent = msg.static ? msg.static : "";
     } else if (msg.kind === "file") {
       this.offer(msg);
+    } else if (msg.kind === "ahead") {
+      this.keep(msg);
     } else {
       this.graph.answer(msg);
     }
@@ -561,7 +685,7 @@ class View {
   }
 
   paintGraph() {
-    this.graph.draw(this.model.get("_dot"));
+    this.graph.draw(this.value("_dot"));
   }
 
   paintFrame() {
@@ -575,11 +699,11 @@ class View {
     ui.phase.dataset.granularity = frame.granularity;
     ui.phase.dataset.selected = frame.selected || "";
     ui.phase.dataset.checks = frame.checks.state;
-    ui.phase.replaceChildren(el("span", { class: "tv-phase-text", text: step.text }),
-      el("span", { class: "tv-phase-writes", text: `writes ${step.writes}` }));
+    setText(ui.phaseText, step.text);
+    setText(ui.phaseWrites, `writes ${step.writes}`);
     ui.slider.max = String(step.n);
     ui.slider.value = String(step.index + 1);
-    ui.counter.textContent = `${step.index + 1} / ${step.n}`;
+    setText(ui.counter, `${step.index + 1} / ${step.n}`);
     const forward = frame.mode === "forward";           // a linearization: blocks are pushforwards
     ui.pullback.textContent = forward ? "by pushforward" : "by pullback";
     ui.pullback.title = forward ? "one primal equation or pushforward block per step"
@@ -590,10 +714,12 @@ class View {
     this.root.classList.toggle("tv-gran-primitive", frame.granularity === "primitive");
     ui.closureToggle.setAttribute("aria-pressed", String(frame.closure));
     if (document.activeElement !== ui.pick) ui.pick.value = frame.selected || "";
-    ui.message.textContent = frame.message || "";
-    ui.caption.textContent = `equations within ${frame.pane.k} steps of #${step.start}; click a node to ` +
-      "inspect it, drag to pan";
-    this.paintChecks(frame.checks);
+    setText(ui.message, frame.message || "");
+    setText(ui.caption, `equations within ${frame.pane.k} steps of #${step.start}; click a node to ` +
+      "inspect it, drag to pan");
+    const checks = JSON.stringify(frame.checks);       // most steps change no check: no relayout
+    if (checks !== this.checksShown) this.paintChecks(frame.checks);
+    this.checksShown = checks;
     this.decorate(this.root);
     if (!this.scrolling) {                // read the layout once, when the frame is drawn anyway
       this.scrolling = true;
