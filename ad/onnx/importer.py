@@ -140,14 +140,17 @@ _REQUIRED = object()
 
 class Node:
     """One node while it runs: its attributes (each read is recorded: attributes no op reads are
-    refused, never dropped), the opset of its domain, and helpers for static operands."""
+    refused, never dropped), the opset of its domain, helpers for static operands, and
+    ``run_graph(subgraph, bindings)``, which runs a subgraph attribute inline (If's taken branch)
+    in the node's scope."""
 
-    def __init__(self, proto: onnx.NodeProto, opset: int):
+    def __init__(self, proto: onnx.NodeProto, opset: int, run_graph=None):
         self.proto, self.opset = proto, opset
         self.op_type, self.domain = proto.op_type, proto.domain or ""
         self.name = proto.name or (proto.output[0] if proto.output else "")
         self.attrs = {a.name: a for a in proto.attribute}
         self.read: set[str] = set()
+        self.run_graph = run_graph
 
     @property
     def label(self) -> str:
@@ -182,6 +185,8 @@ class Node:
             return tuple(v.decode() for v in a.strings)
         if kind == AttributeProto.TENSOR:
             return tensor_array(a.t, f"node {self.name!r} attribute {a.name!r}")
+        if kind == AttributeProto.GRAPH:       # only for ops declaring it (checked at import)
+            return a.g
         raise self.error(f"attribute {a.name!r} of type {AttributeProto.AttributeType.Name(kind)} is not "
                          "supported (subgraphs, sparse tensors and types are refused)")
 
@@ -204,23 +209,24 @@ class Node:
 
 
 #: (domain, op_type) -> fn(node, *inputs) returning one value or a tuple (missing optional
-#: inputs are None); ``since`` is the first opset the declaration covers.
+#: inputs are None); ``since`` is the first opset the declaration covers, ``subgraphs`` the
+#: attributes holding subgraphs it runs (any other subgraph attribute is refused at import).
 OPS: dict[tuple[str, str], "OpDecl"] = {}
 
 
 class OpDecl:
-    __slots__ = ("fn", "since")
+    __slots__ = ("fn", "since", "subgraphs")
 
-    def __init__(self, fn, since):
-        self.fn, self.since = fn, since
+    def __init__(self, fn, since, subgraphs):
+        self.fn, self.since, self.subgraphs = fn, since, subgraphs
 
 
-def op(*names: str, domain: str = "", since: int = 1):
+def op(*names: str, domain: str = "", since: int = 1, subgraphs: tuple[str, ...] = ()):
     def register(fn):
         for name in names:
             if (domain, name) in OPS:
                 raise ValueError(f"ONNX op {name!r} of domain {domain!r} is declared twice")
-            OPS[(domain, name)] = OpDecl(fn, since)
+            OPS[(domain, name)] = OpDecl(fn, since, subgraphs)
         return fn
     return register
 
@@ -295,6 +301,80 @@ def _isinf(n, x):
 @op("Where")
 def _where(n, c, x, y):
     return np.where(c, x, y)
+
+
+@op("If", subgraphs=("then_branch", "else_branch"))
+def _if(n, cond):
+    """A condition known at import (a test on shapes, a flag): the taken branch runs inline, so
+    the tape holds it alone. A condition on the model's values is refused (a tape has one path)."""
+    then_branch, else_branch = n.attr("then_branch"), n.attr("else_branch")
+    if isinstance(cond, Tracer):
+        raise n.error("its condition depends on the model's inputs or parameters; If is supported only "
+                      "when the condition folds to a constant at import (then the taken branch is inlined)")
+    if np.size(cond) != 1:
+        raise n.error(f"its condition has {np.size(cond)} elements, not one")
+    return n.run_graph(then_branch if bool(np.asarray(cond).reshape(-1)[0]) else else_branch)
+
+
+MAX_UNROLL = 1 << 14     # iterations of a Loop or Scan unrolled into the tape
+
+
+@op("Loop", subgraphs=("body",))
+def _loop(n, trip=None, cond=None, *carried):
+    """Unrolled at import: the trip count and every iteration's condition must be known then (a
+    loop over a fixed range, as exporters emit for Python loops); a loop whose end depends on the
+    model's values is refused. Scan outputs are stacked along a new first axis."""
+    body = n.attr("body")
+    names = [i.name for i in body.input]
+    trip = None if trip is None else int(n.static(trip, "trip count M").reshape(-1)[0])
+    scans = [[] for _ in range(len(body.output) - 1 - len(carried))]
+    i = 0
+    while trip is None or i < trip:
+        if cond is not None:
+            if isinstance(cond, Tracer):
+                raise n.error(f"the condition of iteration {i} depends on the model's inputs or parameters; "
+                              "Loop is supported only when its trip count and conditions fold to constants "
+                              "at import (then it is unrolled)")
+            if not bool(np.asarray(cond).reshape(-1)[0]):
+                break
+        if i == MAX_UNROLL:
+            raise n.error(f"more than {MAX_UNROLL} iterations to unroll")
+        flag = np.array(True) if cond is None else np.asarray(cond).reshape(())
+        outs = n.run_graph(body, dict(zip(names, [np.array(i, np.int64), flag, *carried])))
+        cond, carried = outs[0], outs[1:1 + len(carried)]
+        for scan, value in zip(scans, outs[1 + len(carried):]):
+            scan.append(value)
+        i += 1
+    if scans and i == 0:
+        raise n.error("no iteration ran, so its scan outputs have no known shape")
+    return (*carried, *(np.stack(s, axis=0) for s in scans))
+
+
+@op("Scan", since=9, subgraphs=("body",))
+def _scan(n, *args):
+    """Unrolled over the scan axis (a static length): the body runs once per slice, states carried."""
+    body = n.attr("body")
+    m = n.attr("num_scan_inputs")
+    states, xs = list(args[:len(args) - m]), args[len(args) - m:]
+    n_out = len(body.output) - len(states)
+    in_axes = [_axis(a, np.ndim(x)) for a, x in zip(n.attr("scan_input_axes", (0,) * m), xs)]
+    in_reverse = n.attr("scan_input_directions", (0,) * m)
+    out_axes, out_reverse = n.attr("scan_output_axes", (0,) * n_out), n.attr("scan_output_directions", (0,) * n_out)
+    lengths = {np.shape(x)[a] for x, a in zip(xs, in_axes)}
+    if len(lengths) != 1:
+        raise n.error(f"the scan inputs have different lengths {sorted(lengths)} along their scan axes")
+    steps = lengths.pop()
+    if steps == 0 or steps > MAX_UNROLL:
+        raise n.error(f"{steps} steps to unroll (1 to {MAX_UNROLL} are supported)")
+    names = [i.name for i in body.input]
+    ys = [[] for _ in range(n_out)]
+    for t in range(steps):
+        slices = [np.take(x, steps - 1 - t if rev else t, axis=a) for x, a, rev in zip(xs, in_axes, in_reverse)]
+        outs = n.run_graph(body, dict(zip(names, states + slices)))
+        states = list(outs[:len(states)])
+        for y, value in zip(ys, outs[len(states):]):
+            y.append(value)
+    return (*states, *(np.stack(y[::-1] if rev else y, axis=a) for y, a, rev in zip(ys, out_axes, out_reverse)))
 
 
 def _variadic(f):
@@ -698,6 +778,36 @@ def _pad(n, x, pads=None, value=None, axes=None):
     return np.pad(x, widths, mode=modes[mode])
 
 
+def _folded(n, x):
+    """An input whose values decide the output's shape: folded at import when it is a constant,
+    refused when it depends on the model's inputs (a tape has static shapes)."""
+    if isinstance(x, Tracer):
+        raise n.error(f"its output's shape depends on the values of its input, which depends on the model's "
+                      f"inputs or parameters; {n.op_type} is supported only on constants (folded at import)")
+    return np.asarray(x)
+
+
+@op("NonZero")
+def _nonzero(n, x):
+    return np.array(np.nonzero(_folded(n, x)), np.int64).reshape(np.ndim(x), -1)
+
+
+@op("Unique")
+def _unique(n, x):
+    """np.unique, in the order of first occurrence unless ``sorted``; indices as ONNX wants them."""
+    x = _folded(n, x)
+    axis = n.attr("axis", None)
+    axis = None if axis is None else _axis(axis, x.ndim)
+    y, first, inverse, counts = np.unique(x, return_index=True, return_inverse=True, return_counts=True, axis=axis)
+    inverse = inverse.reshape(-1)
+    if not n.attr("sorted", 1):
+        order = np.argsort(first, kind="stable")
+        rank = np.argsort(order)
+        y = y[order] if axis is None else np.take(y, order, axis=axis)
+        first, counts, inverse = first[order], counts[order], rank[inverse]
+    return y, first.astype(np.int64), inverse.astype(np.int64), counts.astype(np.int64)
+
+
 @op("Cast")
 def _cast(n, x):
     n.attr("saturate", 1)      # only meaningful for float8 types, which dtype_of refuses
@@ -734,6 +844,9 @@ def _constant_of_shape(n, shape):
 @op("Range")
 def _range(n, start, limit, delta):
     start, limit, delta = (n.static(v, w) for v, w in ((start, "start"), (limit, "limit"), (delta, "delta")))
+    if any(v.size != 1 for v in (start, limit, delta)):
+        raise n.error(f"start, limit and delta must be scalars, not of shapes {start.shape, limit.shape, delta.shape}")
+    start, limit, delta = (v.reshape(()) for v in (start, limit, delta))    # [1] is read as a scalar, as onnx does
     if delta == 0:
         raise n.error("delta is 0")
     count = max(int(np.ceil((limit - start) / delta)), 0)
@@ -1376,9 +1489,21 @@ def opsets(model: onnx.ModelProto) -> dict[str, int]:
     return out
 
 
+def _reads(node: onnx.NodeProto) -> list[str]:
+    """The values a node reads: its inputs, and the enclosing values its subgraphs capture."""
+    names = list(node.input)
+    for a in node.attribute:
+        for g in [a.g] if a.type == AttributeProto.GRAPH else a.graphs:
+            inner = {i.name for i in g.input} | {t.name for t in g.initializer}
+            inner.update(o for nd in g.node for o in nd.output)
+            names += [r for nd in g.node for r in _reads(nd) if r not in inner]
+            names += [o.name for o in g.output if o.name not in inner]
+    return names
+
+
 def _sorted_nodes(graph: onnx.GraphProto, known: set[str]) -> list[onnx.NodeProto]:
-    """The nodes in an order where every input is defined before it is read; a cycle or a value
-    nobody defines is refused, naming the nodes."""
+    """The nodes in an order where every input (and every value a subgraph captures) is defined
+    before it is read; a cycle or a value nobody defines is refused, naming the nodes."""
     producer = {}
     for node in graph.node:
         for o in node.output:
@@ -1389,7 +1514,7 @@ def _sorted_nodes(graph: onnx.GraphProto, known: set[str]) -> list[onnx.NodeProt
             producer[o] = node
     order, state = [], {}
     for start in graph.node:
-        stack = [(start, iter(start.input))]
+        stack = [(start, iter(_reads(start)))]
         if state.get(id(start)) == 2:
             continue
         state[id(start)] = 1
@@ -1409,7 +1534,7 @@ def _sorted_nodes(graph: onnx.GraphProto, known: set[str]) -> list[onnx.NodeProt
                                           f"{dep.name or dep.op_type}")
                 if s is None:
                     state[id(dep)] = 1
-                    stack.append((dep, iter(dep.input)))
+                    stack.append((dep, iter(_reads(dep))))
                     break
             else:
                 state[id(node)] = 2
@@ -1455,13 +1580,22 @@ class OnnxProgram:
         self.output_names = tuple(o.name for o in graph.output)
         self.inputs = self._example_inputs(graph, inputs)
         self.nodes = _sorted_nodes(graph, set(self.input_names) | set(inits))
-        for node in self.nodes:   # unknown ops and subgraphs are refused before anything runs
-            self._decl(node)
-            for a in node.attribute:
-                if a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS):
-                    raise OnnxImportError(f"node {node.name!r} ({node.op_type}): attribute {a.name!r} is a "
-                                          "subgraph (GRAPH); control flow is not supported")
+        self._check(self.nodes)
         self._tape = None
+
+    def _check(self, nodes):
+        """Unknown ops and subgraphs no declaration runs are refused before anything runs (in
+        subgraphs too)."""
+        for node in nodes:
+            decl = self._decl(node)
+            for a in node.attribute:
+                if a.type not in (AttributeProto.GRAPH, AttributeProto.GRAPHS):
+                    continue
+                if a.type == AttributeProto.GRAPHS or a.name not in decl.subgraphs:
+                    raise OnnxImportError(f"node {node.name!r} ({node.op_type}): attribute {a.name!r} is a "
+                                          "subgraph that no declaration runs (control flow is supported as "
+                                          "If, Loop and Scan, unrolled at import)")
+                self._check(a.g.node)
 
     def _decl(self, node: onnx.NodeProto) -> OpDecl:
         domain = "" if node.domain == "ai.onnx" else node.domain
@@ -1536,9 +1670,23 @@ class OnnxProgram:
                 rec.source = s
         return [env[name] for name in self.output_names]
 
+    def _run_graph(self, graph: onnx.GraphProto, outer: dict, value_names, bindings=None) -> tuple:
+        """A subgraph's outputs, its nodes run inline in a scope that sees the enclosing values
+        (and ``bindings`` for its inputs)."""
+        env = {**outer, **(bindings or {})}
+        missing = [i.name for i in graph.input if i.name not in env]
+        if missing:
+            raise OnnxImportError(f"subgraph {graph.name!r}: inputs {missing} are not bound")
+        for t in graph.initializer:
+            env[t.name] = tensor_array(t, f"subgraph {graph.name!r} initializer")
+        for proto in _sorted_nodes(graph, set(env)):
+            self._run_node(proto, env, value_names)
+        return tuple(env[o.name] for o in graph.output)
+
     def _run_node(self, proto, env, value_names):
         decl = self._decl(proto)
-        node = Node(proto, self.opsets["" if proto.domain == "ai.onnx" else proto.domain])
+        node = Node(proto, self.opsets["" if proto.domain == "ai.onnx" else proto.domain],
+                    lambda graph, bindings=None: self._run_graph(graph, env, value_names, bindings))
         if node.opset < decl.since:
             raise node.error(f"opset {node.opset} is older than the importer supports ({decl.since})")
         for rec in ACTIVE:

@@ -46,7 +46,90 @@ def test_unread_attribute_is_refused_not_dropped():
 def test_subgraph_attribute_is_refused():
     body = helper.make_graph([], "b", [], [])
     m = model([helper.make_node("Relu", ["x"], ["y"], name="r", body=body)])
-    refused(m, r"'body' is a subgraph \(GRAPH\); control flow is not supported")
+    refused(m, r"'body' is a subgraph that no declaration runs")
+
+
+def _branch(name, op, value="x"):
+    return helper.make_graph([helper.make_node(op, [value], [f"{name}_out"], name=f"{name}/{op}")], name, [],
+                             [helper.make_tensor_value_info(f"{name}_out", TensorProto.FLOAT, None)])
+
+
+def test_if_on_the_inputs_values_is_refused_and_unknown_ops_in_branches_too():
+    """An If whose condition is computed from the input's values cannot be inlined; an unknown
+    op inside a branch is refused before anything runs, naming it."""
+    cond = [helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0),
+            helper.make_node("Greater", ["s", "zero"], ["c"])]
+    zero = numpy_helper.from_array(np.array(0, np.float32), "zero")
+    m = model(cond + [helper.make_node("If", ["c"], ["y"], name="branch", then_branch=_branch("then", "Relu"),
+                                       else_branch=_branch("else", "Neg"))], initializers=[zero])
+    with pytest.raises(OnnxImportError, match=r"'branch' \(If.*condition depends on the model's inputs"):
+        ad.from_onnx(m).tape
+    m = model(cond + [helper.make_node("If", ["c"], ["y"], then_branch=_branch("then", "Relu"),
+                                       else_branch=_branch("else", "Frobnicate"))], initializers=[zero])
+    refused(m, r"node 'else/Frobnicate': op 'Frobnicate' of domain 'ai.onnx' is not supported")
+
+
+def _loop_body(op):
+    """(i, cond, v) -> (cond, op(v)); the condition stays as it came in."""
+    return helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]), helper.make_node(op, ["v"], ["v_out"])], "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v_out", TensorProto.FLOAT, None)])
+
+
+def test_loops_whose_end_depends_on_the_values_are_refused():
+    cond = [helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0), helper.make_node("Greater", ["s", "zero"], ["c"])]
+    zero = numpy_helper.from_array(np.array(0, np.float32), "zero")
+    m = model(cond + [helper.make_node("Loop", ["", "c", "x"], ["y"], name="loop", body=_loop_body("Tanh"))],
+              initializers=[zero])
+    with pytest.raises(OnnxImportError, match=r"'loop' \(Loop.*condition of iteration 0 depends on the model's"):
+        ad.from_onnx(m).tape
+    trip = [helper.make_node("Cast", ["s"], ["m"], to=TensorProto.INT64)]
+    m = model(cond[:1] + trip + [helper.make_node("Loop", ["m", "", "x"], ["y"], name="loop", body=_loop_body("Tanh"))])
+    with pytest.raises(OnnxImportError, match=r"'loop' \(Loop.*trip count M depends on the model's inputs"):
+        ad.from_onnx(m).tape
+    forever = numpy_helper.from_array(np.array(True), "true")
+    m = model([helper.make_node("Loop", ["", "true", "x"], ["y"], name="loop", body=_loop_body("Tanh"))],
+              initializers=[forever])
+    with pytest.raises(OnnxImportError, match=r"'loop' \(Loop.*more than 16384 iterations"):
+        ad.from_onnx(m).tape
+
+
+def test_value_dependent_shapes_are_refused_unless_constant():
+    """NonZero and Unique on values computed from the inputs: the output's shape is unknown."""
+    for op in ("NonZero", "Unique"):
+        m = model([helper.make_node(op, ["x"], ["y"], name="vals")])
+        with pytest.raises(OnnxImportError, match=rf"'vals' \({op}.*shape depends on the values of its input"):
+            ad.from_onnx(m).tape
+    c = numpy_helper.from_array(np.array([[0, 2], [3, 0]], np.int32), "c")
+    m = model([helper.make_node("NonZero", ["c"], ["nz"]), helper.make_node("Cast", ["nz"], ["f"], to=TensorProto.FLOAT),
+               helper.make_node("ReduceSum", ["f"], ["s"], keepdims=0), helper.make_node("Add", ["x", "s"], ["y"])],
+              initializers=[c], opset=11)
+    assert len(ad.from_onnx(m).tape.eqns) == 1            # folded: x + 3 (the indices [[0, 1], [1, 0]] sum to 2)
+    np.testing.assert_allclose(ad.from_onnx(m)(np.zeros((2, 3), np.float32)), np.full((2, 3), 2))
+
+
+def test_resize_refusals():
+    consts = [helper.make_node("Constant", [], ["scales"], value=numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32))),
+              helper.make_node("Constant", [], ["sizes"], value=numpy_helper.from_array(np.array([1, 1, 4, 4], np.int64)))]
+    four = (("x", [1, 1, 2, 2]),)
+    for attrs, inputs, message in [
+            ({"mode": "lanczos"}, ["x", "", "scales"], "mode='lanczos' is not supported"),
+            ({"coordinate_transformation_mode": "diagonal"}, ["x", "", "scales"], "coordinate_transformation_mode"),
+            ({}, ["x", "", "scales", "sizes"], "exactly one of scales and sizes"),
+            ({"mode": "nearest", "nearest_mode": "up"}, ["x", "", "scales"], "nearest_mode='up'")]:
+        m = model(consts + [helper.make_node("Resize", inputs, ["y"], name="rs", **attrs)], inputs=four)
+        with pytest.raises(OnnxImportError, match=rf"'rs' \(Resize.*{message}"):
+            ad.from_onnx(m).tape
+    computed = [helper.make_node("ReduceMax", ["x"], ["top"], keepdims=0),
+                helper.make_node("Mul", ["scales", "top"], ["s"]),
+                helper.make_node("Resize", ["x", "", "s"], ["y"], name="rs")]
+    m = model(consts + computed, inputs=four)
+    with pytest.raises(OnnxImportError, match=r"'rs' \(Resize.*scales depends on the model's inputs"):
+        ad.from_onnx(m).tape
 
 
 def test_cycle_is_refused():

@@ -141,3 +141,60 @@ def test_import_ad_does_not_import_onnx():
 def test_supported_ops_are_listed():
     ops = importer.supported_ops()
     assert {"Conv", "Gemm", "LayerNormalization", "ReduceLogSumExp", "TopK"} <= set(ops)
+
+
+def _vi(name, shape=None, elem=TensorProto.DOUBLE):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def control_flow_model():
+    """If on a static test (x has rank 2) picks a branch; a Loop runs 3 times v = tanh(v @ w)
+    (w captured from the graph), its scan output stacks every v; a Scan sums those over time
+    and emits their squares in reverse order."""
+    rng = np.random.default_rng(3)
+    then_branch = helper.make_graph([helper.make_node("Mul", ["x", "scale"], ["t"], name="then/mul")], "then", [],
+                                    [_vi("t")])
+    else_branch = helper.make_graph([helper.make_node("Neg", ["x"], ["e"], name="else/neg")], "else", [], [_vi("e")])
+    loop_body = helper.make_graph(
+        [helper.make_node("Identity", ["c_in"], ["c_out"]), helper.make_node("MatMul", ["v", "w"], ["vw"], name="body/mm"),
+         helper.make_node("Tanh", ["vw"], ["v_out"], name="body/tanh"), helper.make_node("Identity", ["v_out"], ["v_scan"])],
+        "loop_body", [_vi("i", [], TensorProto.INT64), _vi("c_in", [], TensorProto.BOOL), _vi("v")],
+        [_vi("c_out", [], TensorProto.BOOL), _vi("v_out"), _vi("v_scan")])
+    scan_body = helper.make_graph(
+        [helper.make_node("Add", ["acc", "row"], ["acc_out"], name="scan/add"),
+         helper.make_node("Mul", ["row", "row"], ["sq"], name="scan/sq")],
+        "scan_body", [_vi("acc", [2, 3]), _vi("row", [2, 3])], [_vi("acc_out", [2, 3]), _vi("sq", [2, 3])])
+    inits = [numpy_helper.from_array(rng.normal(size=(3, 3)), "w"), numpy_helper.from_array(rng.normal(size=3), "scale"),
+             numpy_helper.from_array(np.array(3, np.int64), "three"), numpy_helper.from_array(np.array(2, np.int64), "two"),
+             numpy_helper.from_array(np.array(True), "true")]
+    nodes = [helper.make_node("Shape", ["x"], ["shape"]), helper.make_node("Size", ["shape"], ["rank"]),
+             helper.make_node("Equal", ["rank", "two"], ["is_matrix"]),
+             helper.make_node("If", ["is_matrix"], ["h"], name="pick", then_branch=then_branch, else_branch=else_branch),
+             helper.make_node("Loop", ["three", "true", "h"], ["last", "all"], name="steps", body=loop_body),
+             helper.make_node("Scan", ["h", "all"], ["total", "squares"], name="sum", body=scan_body,
+                              num_scan_inputs=1, scan_output_directions=[1])]
+    graph = helper.make_graph(nodes, "cf", [_vi("x", [2, 3])], [_vi("last"), _vi("total"), _vi("squares")], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_operatorsetid("", 17)])
+
+
+def test_control_flow_known_at_import_is_unrolled():
+    """If, Loop and Scan whose conditions and lengths are known at import run inline: the tape
+    holds the taken branch and every iteration, the values equal onnxruntime's, the gradient
+    with respect to the captured weight equals finite differences."""
+    ort = pytest.importorskip("onnxruntime")
+    m = control_flow_model()
+    prog = ad.from_onnx(m)
+    sources = [e.source for e in prog.tape.eqns]
+    assert "Mul (then/mul)" in sources and "Neg (else/neg)" not in sources
+    assert sources.count("Tanh (body/tanh)") == 3 and sources.count("Add (scan/add)") == 3
+    x = np.random.default_rng(4).normal(size=(2, 3))
+    want = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    for got, w in zip(prog(x), want):
+        np.testing.assert_allclose(got, w, rtol=1e-12)
+
+    def loss(params):
+        last, total, squares = prog.function(x, params)
+        return np.sum(last) + np.sum(total * total) + np.sum(squares[0])
+    g = ad.grad(loss)(prog.params)
+    for name in prog.params:
+        np.testing.assert_allclose(g[name], _numeric_grad(loss, prog.params, name), rtol=1e-6, atol=1e-9)
