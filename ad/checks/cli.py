@@ -151,7 +151,7 @@ def _mutants(args) -> int:
         print(f"ad-check: error: no primitives {unknown}", file=sys.stderr)
         return 2
     report = mutants.run(args.only, workers=args.workers, seed=args.seed, progress=Progress())
-    print(report.summary())
+    print(report.summary(every_primitive=args.verbose))
     if args.record:
         mutants.record(report, args.record, command="ad-check " + " ".join(sys.argv[1:]))
     if args.json:

@@ -16,9 +16,10 @@ named by its structural reason when it has one (the mutated value never reaches 
 it is zero, a reduction to the same shape). A mutant that cannot even be evaluated (shapes that
 do not fit) is *stillborn* and not counted. The score is caught / (caught + survived).
 
-    >>> r = run(["sin"])
-    >>> r.score
-    1.0
+    >>> from ad.checks import mutants
+    >>> report = mutants.run(["sin"])
+    >>> report.score, len(report.survivors)
+    (1.0, 0)
 """
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ from ..lib.elementwise import multiply_p, negative_p, subtract_p
 from ..lib.reductions import mean_p, sum_p
 from ..lift import LiftedRule, lift
 from ..primitives import REGISTRY, Primitive
-from ..samples import Sample, caller, operands
+from ..samples import C128, caller, operands
 from ..tangents import NoTangent, ZeroTangent, is_zero
 from ..tape import Aval, Eqn, Lit, Origin, Var, eval_eqns, eval_tape, format_eqn, freeze_params
 from ..tracer import Tracer
@@ -56,17 +57,16 @@ EQUIVALENCE_DRAWS = 3      # fresh operand draws (besides the sample's) that mus
 
 @dataclass
 class Target:
-    """One rule instance to mutate: the call of a sample and its lifted template."""
+    """One rule instance to mutate: a call, its inputs and the lifted template of the rule it
+    fires; ``draw()`` gives fresh inputs like them (None: the sample's point alone)."""
     prim: Primitive
     label: str
     call: object
     inputs: list
-    sample: Sample
-    shape_set: str
-    dtype: np.dtype
     lifted: LiftedRule
     params: dict
     rule: object            # the registered rule the template was lifted from
+    draw: object = None
 
     @property
     def n_cts(self) -> int:
@@ -298,7 +298,8 @@ def mutants(t: Target, env: dict) -> list[Mutant]:
 # -- targets --------------------------------------------------------------------------------------
 
 def targets(names=None, seed: int = 0) -> tuple[list[Target], dict]:
-    """One target per differentiable sampled primitive, and why the others have none."""
+    """The targets of every differentiable sampled primitive (its first dtype; complex128 too
+    for a rule declaring ``complex_rule``), and why the others have none."""
     found, skipped = [], {}
     for prim in REGISTRY.values():
         if not prim.samples or (names is not None and prim.name not in names):
@@ -306,34 +307,50 @@ def targets(names=None, seed: int = 0) -> tuple[list[Target], dict]:
         if not prim.differentiable:
             skipped[prim.name] = "declared non-differentiable: its rule is never called"
             continue
-        t = _target(prim, np.random.default_rng([seed, zlib.crc32(prim.name.encode())]))
-        if isinstance(t, str):
-            skipped[prim.name] = t
-        else:
-            found.append(t)
+        rng = np.random.default_rng([seed, zlib.crc32(prim.name.encode())])
+        dtypes = [np.dtype(prim.samples[0].dtypes[0])] + ([C128] if prim.complex_rule else [])
+        ts = [_target(prim, rng, dtype) for dtype in dtypes]
+        if isinstance(ts[0], str):
+            skipped[prim.name] = ts[0]
+        found.extend(t for t in ts if isinstance(t, Target))
     return found, skipped
 
 
-def _target(prim, rng):
+def _target(prim, rng, dtype):
+    """The first sample's target at ``dtype`` (its largest shape set), or why there is none."""
     reason = "every sample records a composition (checked as a program, not as one rule)"
     for sample in prim.samples:
-        shape_set, dtype = sample.shapes[-1], np.dtype(sample.dtypes[0])
-        inputs = operands(sample, rng, shape_set, dtype)
-        call = caller(prim, sample)
-        e, ops = rule_operands(call, inputs)
-        if e is None:
+        shape_set = sample.shapes[-1]
+
+        def draw(sample=sample, shape_set=shape_set):
+            return operands(sample, rng, shape_set, dtype)
+        try:
+            t = target(caller(prim, sample), *draw(), draw=draw)
+        except TypeError:           # numpy refuses complex operands here (rfftn's input)
             continue
-        diff = tuple(type(x) is Var and x.aval.is_float for x in e.inputs)
-        if not any(diff):
-            reason = "no sample has a float operand to differentiate"
-            continue
-        with np.errstate(all="ignore"):
-            lifted = lift(prim, e.params, ops, diff)
-        if lifted.fallback:
-            return f"its rule does not lift ({lifted.fallback}): no template to mutate"
-        return Target(prim, f"{prim.name} {shape_set} {dtype.name}", call, inputs, sample, shape_set, dtype,
-                      lifted, dict(e.params), prim.rule)
+        if isinstance(t, Target):
+            t.label = f"{prim.name} {shape_set} {dtype.name}"
+            return t
+        if t is not None:
+            reason = t
     return reason
+
+
+def target(call, *inputs, draw=None) -> Target | str | None:
+    """The target of the one rule ``call(*inputs)`` fires (a user's rule too); ``draw()`` gives
+    fresh inputs for the equivalence test. A string says why there is none (None: the call
+    records a composition)."""
+    e, ops = rule_operands(call, inputs)
+    if e is None:
+        return None
+    diff = tuple(type(x) is Var and x.aval.is_float for x in e.inputs)
+    if not any(diff):
+        return "no float operand to differentiate"
+    with np.errstate(all="ignore"):
+        lifted = lift(e.prim, e.params, ops, diff)
+    if lifted.fallback:
+        return f"its rule does not lift ({lifted.fallback}): no template to mutate"
+    return Target(e.prim, e.prim.name, call, list(inputs), lifted, dict(e.params), e.prim.rule, draw)
 
 
 # -- equivalence ----------------------------------------------------------------------------------
@@ -380,7 +397,7 @@ def draws(t: Target, rng: np.random.Generator) -> list[Point]:
     """The sample's point, then fresh draws of the same avals (a draw the call turns into other
     avals is left out), each with random cotangents."""
     avals = [a.aval for a in t.lifted.args]
-    inputs = [t.inputs] + [operands(t.sample, rng, t.shape_set, t.dtype) for _ in range(EQUIVALENCE_DRAWS)]
+    inputs = [t.inputs] + ([t.draw() for _ in range(EQUIVALENCE_DRAWS)] if t.draw is not None else [])
     points = []
     for xs in inputs:
         _, ops = rule_operands(t.call, xs)
@@ -442,7 +459,8 @@ class MutationReport:
     outcomes: list
     skipped: dict
     baseline: dict = field(default_factory=dict)   # primitive -> checks its unmutated template fails
-    seconds: float = 0.0
+    seconds: float = 0.0                             # wall time
+    cpu: dict = field(default_factory=dict)          # primitive -> CPU seconds of its mutants
 
     def counted(self, rows=None):
         return [o for o in (self.outcomes if rows is None else rows) if o.status in ("caught", "survived")]
@@ -474,7 +492,9 @@ class MutationReport:
     def _score(rows) -> tuple[int, int]:
         return sum(o.status == "caught" for o in rows), len(rows)
 
-    def summary(self) -> str:
+    def summary(self, every_primitive: bool = False) -> str:
+        """The score, per operator, per check, the primitives below 100% (every one's score with
+        ``every_primitive``), and each survivor."""
         s = self.by_status()
         rows = self.counted()
         lines = [f"mutation score: {s['caught']} of {len(rows)} non-equivalent mutants caught "
@@ -482,11 +502,13 @@ class MutationReport:
                  f"{len({o.primitive for o in self.outcomes})} primitives, {len(self.skipped)} without a "
                  f"template, {len(self.baseline)} whose template fails unmutated; {self.seconds:.0f} s"]
         lines.append("by operator: " + ", ".join(f"{op} {c}/{n}" for op, (c, n) in self.by_operator().items()))
-        lines.append("by check (mutants each catches): " + ", ".join(
-            f"{name} {k}" for name, k in sorted(self.by_check().items(), key=lambda kv: -kv[1])))
-        weak = [(n, c, k) for n, (c, k) in self.by_primitive().items() if c < k]
+        lines.append("by check (mutants each catches, of the counted): " + ", ".join(
+            f"{name} {k} ({100 * k / max(len(rows), 1):.0f}%)"
+            for name, k in sorted(self.by_check().items(), key=lambda kv: -kv[1])))
+        weak = [(n, c, k) for n, (c, k) in self.by_primitive().items() if c < k or every_primitive]
         if weak:
-            lines.append("primitives below 100%: " + ", ".join(f"{n} {c}/{k}" for n, c, k in weak))
+            lines.append(("by primitive: " if every_primitive else "primitives below 100%: ")
+                         + ", ".join(f"{n} {c}/{k}" for n, c, k in weak))
         for o in self.survivors:
             lines.append(f"SURVIVED {o.label}: {o.operator}: {o.site}")
         for name, checks in self.baseline.items():
@@ -533,9 +555,17 @@ def score_target(t: Target, seed: int = 0, **options) -> tuple[list[Outcome], li
 
 
 def _score_one(args):
+    """Every target of one primitive: its outcomes, the checks its unmutated templates fail
+    (None if none), its CPU seconds."""
     name, seed, options = args
+    start = time.process_time()
     found, _ = targets([name], seed=seed)
-    return name, score_target(found[0], seed=seed, **options)
+    rows, failing = [], []
+    for t in found:
+        more, base = score_target(t, seed=seed, **options)
+        rows.extend(more)
+        failing.extend(f"{t.label}: {c}" for c in base or ())
+    return name, (rows, failing or None, time.process_time() - start)
 
 
 def run(names=None, *, workers: int = 1, seed: int = 0, progress=None, **options) -> MutationReport:
@@ -543,19 +573,20 @@ def run(names=None, *, workers: int = 1, seed: int = 0, progress=None, **options
     processes; ``progress(done, total, label)`` as the CLI's bar."""
     start = time.perf_counter()
     found, skipped = targets(names, seed=seed)
-    todo = [(t.prim.name, seed, options) for t in found]
-    outcomes, baseline = [], {}
+    todo = [(name, seed, options) for name in dict.fromkeys(t.prim.name for t in found)]
+    outcomes, baseline, cpu = [], {}, {}
     if workers > 1:
         with multiprocessing.get_context("fork").Pool(workers) as pool:
             results = pool.imap(_score_one, todo)
             results = _collect(results, todo, progress)
     else:
         results = _collect(map(_score_one, todo), todo, progress)
-    for name, (rows, base) in results:
+    for name, (rows, base, seconds) in results:
         outcomes.extend(rows)
+        cpu[name] = seconds
         if base is not None:
             baseline[name] = base
-    return MutationReport(outcomes, skipped, baseline, time.perf_counter() - start)
+    return MutationReport(outcomes, skipped, baseline, time.perf_counter() - start, cpu)
 
 
 def _collect(results, todo, progress):
@@ -586,8 +617,9 @@ def markdown(report: MutationReport, command: str, date: str) -> str:
         eq = sum(o.operator == op and o.status == "equivalent" for o in report.outcomes)
         sb = sum(o.operator == op and o.status == "stillborn" for o in report.outcomes)
         lines.append(f"| {op} | {c} / {n} | {eq} | {sb} |")
-    lines += ["", "| check | mutants it fails |", "| --- | --- |"]
-    lines += [f"| `{name}` | {k} |" for name, k in sorted(report.by_check().items(), key=lambda kv: (-kv[1], kv[0]))]
+    lines += ["", "| check | mutants it fails | share of the counted |", "| --- | ---: | ---: |"]
+    lines += [f"| `{name}` | {k} | {100 * k / max(len(rows), 1):.1f}% |"
+              for name, k in sorted(report.by_check().items(), key=lambda kv: (-kv[1], kv[0]))]
     lines += ["", "Why the equivalent mutants are equivalent:", ""]
     reasons = Counter(o.why.split(" at ")[0] if o.why.startswith("equal cotangents") else o.why
                       for o in report.outcomes if o.status == "equivalent")
