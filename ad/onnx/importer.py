@@ -210,23 +210,25 @@ class Node:
 
 #: (domain, op_type) -> fn(node, *inputs) returning one value or a tuple (missing optional
 #: inputs are None); ``since`` is the first opset the declaration covers, ``subgraphs`` the
-#: attributes holding subgraphs it runs (any other subgraph attribute is refused at import).
+#: attributes holding subgraphs it runs (any other subgraph attribute is refused at import),
+#: ``static`` the positions of inputs it needs at import (a float initializer read only there,
+#: such as Resize's scales, is a constant, not a parameter).
 OPS: dict[tuple[str, str], "OpDecl"] = {}
 
 
 class OpDecl:
-    __slots__ = ("fn", "since", "subgraphs")
+    __slots__ = ("fn", "since", "subgraphs", "static")
 
-    def __init__(self, fn, since, subgraphs):
-        self.fn, self.since, self.subgraphs = fn, since, subgraphs
+    def __init__(self, fn, since, subgraphs, static):
+        self.fn, self.since, self.subgraphs, self.static = fn, since, subgraphs, static
 
 
-def op(*names: str, domain: str = "", since: int = 1, subgraphs: tuple[str, ...] = ()):
+def op(*names: str, domain: str = "", since: int = 1, subgraphs: tuple[str, ...] = (), static: tuple[int, ...] = ()):
     def register(fn):
         for name in names:
             if (domain, name) in OPS:
                 raise ValueError(f"ONNX op {name!r} of domain {domain!r} is declared twice")
-            OPS[(domain, name)] = OpDecl(fn, since, subgraphs)
+            OPS[(domain, name)] = OpDecl(fn, since, subgraphs, static)
         return fn
     return register
 
@@ -753,7 +755,7 @@ def _tile(n, x, repeats):
     return np.tile(x, reps)
 
 
-@op("Pad")
+@op("Pad", static=(1, 2, 3))
 def _pad(n, x, pads=None, value=None, axes=None):
     mode = n.attr("mode", "constant")
     if n.opset < 11:
@@ -841,7 +843,7 @@ def _constant_of_shape(n, shape):
     return np.full(shape, value.reshape(-1)[0], value.dtype)
 
 
-@op("Range")
+@op("Range", static=(0, 1, 2))
 def _range(n, start, limit, delta):
     start, limit, delta = (n.static(v, w) for v, w in ((start, "start"), (limit, "limit"), (delta, "delta")))
     if any(v.size != 1 for v in (start, limit, delta)):
@@ -860,7 +862,7 @@ def _trilu(n, x, k=None):
     return np.triu(x, k) if n.attr("upper", 1) else np.tril(x, k)
 
 
-@op("Dropout")
+@op("Dropout", static=(1, 2))
 def _dropout(n, x, ratio=None, training=None):
     if n.opset < 12:
         ratio = n.attr("ratio", 0.5)
@@ -942,7 +944,7 @@ _UPSAMPLE_OPTIONS = {**_RESIZE_OPTIONS, **_RESIZE_OPTIONS_18, "coordinate_transf
                      "nearest_mode": "floor"}
 
 
-@op("Resize", "Upsample")
+@op("Resize", "Upsample", static=(1, 2, 3))
 def _resize(n, x, *operands):
     """Resampling, one axis after the other: each output position is a weighted sum of input
     positions (``np.take`` with indices and weights computed at import), so it differentiates.
@@ -1230,7 +1232,7 @@ def _shrink(n, x):
     return np.where(x < -lam, x + bias, np.where(x > lam, x - bias, _const(0, x)))
 
 
-@op("OneHot")
+@op("OneHot", static=(1,))
 def _one_hot(n, indices, depth, values):
     depth = int(n.static(depth, "depth").reshape(-1)[0])
     axis = n.attr("axis", -1)
@@ -1547,6 +1549,23 @@ def _is_float(a: np.ndarray) -> bool:
     return np.issubdtype(a.dtype, np.floating)
 
 
+def _weights(graph: onnx.GraphProto, inits: dict) -> set[str]:
+    """The float initializers that are parameters: all but those read only as operands an op
+    needs at import (Resize's scales, Pad's value, Range's bounds), which stay constants."""
+    floats = {k for k, v in inits.items() if _is_float(v)}
+    weights = {o.name for o in graph.output} & floats
+    stack = [graph]
+    while stack:
+        g = stack.pop()
+        for node in g.node:
+            decl = OPS.get(("" if node.domain == "ai.onnx" else node.domain, node.op_type))
+            static = decl.static if decl is not None else ()
+            weights.update(name for i, name in enumerate(node.input) if name in floats and i not in static)
+            stack += [a.g for a in node.attribute if a.type == AttributeProto.GRAPH]
+            stack += [sub for a in node.attribute for sub in a.graphs]
+    return weights
+
+
 class OnnxProgram:
     """An imported model: a plain numpy-traceable function with its parameters.
 
@@ -1558,7 +1577,8 @@ class OnnxProgram:
     ``f(*inputs, params_dict)``, the form ``ad.grad_tape(..., argnums=...)`` differentiates.
 
     Float initializers are the parameters; integer and bool initializers (shapes, indices) are
-    constants, so shape arithmetic stays static.
+    constants, so shape arithmetic stays static, and so are float initializers read only as
+    operands an op needs at import (Resize's scales, Pad's value: ``static`` in ``OPS``).
     """
 
     def __init__(self, model: onnx.ModelProto, inputs=None):
@@ -1574,8 +1594,9 @@ class OnnxProgram:
             inits[t.name] = tensor_array(t, "initializer")
         for t in graph.sparse_initializer:
             raise OnnxImportError(f"sparse initializer {t.values.name!r} is not supported")
-        self.params = {k: v for k, v in inits.items() if _is_float(v)}
-        self.constants = {k: v for k, v in inits.items() if not _is_float(v)}
+        weights = _weights(graph, inits)
+        self.params = {k: v for k, v in inits.items() if k in weights}
+        self.constants = {k: v for k, v in inits.items() if k not in weights}
         self.input_names = tuple(i.name for i in graph.input if i.name not in inits)
         self.output_names = tuple(o.name for o in graph.output)
         self.inputs = self._example_inputs(graph, inputs)
@@ -1771,9 +1792,12 @@ def from_onnx(model_or_path, *, inputs=None) -> OnnxProgram:
 
 
 def parameters(model_or_path) -> dict[str, np.ndarray]:
-    """The model's float initializers by name: the weights ``ad.grad_tape`` can differentiate."""
-    model = load(model_or_path)
-    return {t.name: a for t in model.graph.initializer if _is_float(a := tensor_array(t, "initializer"))}
+    """The model's weights by name (its float initializers but those only read at import): what
+    ``ad.grad_tape`` can differentiate."""
+    graph = load(model_or_path).graph
+    inits = {t.name: tensor_array(t, "initializer") for t in graph.initializer}
+    weights = _weights(graph, inits)
+    return {k: v for k, v in inits.items() if k in weights}
 
 
 def supported_ops() -> list[str]:

@@ -198,3 +198,25 @@ def test_control_flow_known_at_import_is_unrolled():
     g = ad.grad(loss)(prog.params)
     for name in prog.params:
         np.testing.assert_allclose(g[name], _numeric_grad(loss, prog.params, name), rtol=1e-6, atol=1e-9)
+
+
+def test_float_initializers_read_only_at_import_are_constants():
+    """Optimisers (onnxsim, tf2onnx) move Resize's scales and Pad's value into initializers:
+    those are constants, not weights, so the model imports; a float initializer read as a
+    value stays a parameter."""
+    inits = [numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales"),
+             numpy_helper.from_array(np.array([0, 0, 1, 0, 0, 0, 0, 1], np.int64), "pads"),
+             numpy_helper.from_array(np.array(0.5, np.float32), "fill"),
+             numpy_helper.from_array(np.ones((1, 1, 1, 1), np.float32), "bias")]
+    nodes = [helper.make_node("Resize", ["x", "", "scales"], ["r"], mode="linear"),
+             helper.make_node("Pad", ["r", "pads", "fill"], ["p"]), helper.make_node("Add", ["p", "bias"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 2, 2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_operatorsetid("", 18)])
+    prog = ad.from_onnx(m)
+    assert list(prog.params) == ["bias"] and list(ad.onnx.parameters(m)) == ["bias"]
+    x = np.arange(4, dtype=np.float32).reshape(1, 1, 2, 2)
+    ort = pytest.importorskip("onnxruntime")
+    want = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    np.testing.assert_allclose(prog(x), want, rtol=1e-6)
+    assert prog.tape(x, prog.params["bias"]).shape == (1, 1, 5, 5)
