@@ -5,7 +5,7 @@ Each case is traced (float inputs traced, the other inputs constants, as shapes 
 in exported models) and its tape re-run: the values must equal the expected outputs. A case may
 instead be refused with an ``OnnxImportError`` (an unsupported dtype, attribute or mode); it may
 never give a wrong value. ``conformance_report()`` prints the pass rate per op
-(docs/onnx_import.md). Cost: ~15 s, most of it onnx generating the cases.
+(docs/onnx_import.md). Cost: ~15 s of CPU, most of it onnx generating the cases.
 """
 from __future__ import annotations
 
@@ -129,7 +129,7 @@ def test_every_case_passes_or_is_refused_by_name():
         if result.startswith("wrong"):
             wrong[case.name] = result
     assert not wrong, wrong
-    assert results["pass"] >= 1100, results      # a regression that refuses more shows here
+    assert results["pass"] >= 1150, results      # a regression that refuses more shows here
 
 
 def test_declared_ops_have_cases():
