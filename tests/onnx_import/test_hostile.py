@@ -254,3 +254,38 @@ def test_inputs_must_match_the_declared_static_dims():
     refused(m, r"the shape \(4, 3, 1\); the model declares \('batch', 3\)", inputs={"x": (4, 3, 1)})
     refused(m, r"the shape \(2, 2\); the model declares", inputs=[np.ones((2, 2))])
     assert ad.from_onnx(m, inputs={"x": (7, 3)}).inputs[0].shape == (7, 3)
+
+
+def test_scan_and_loop_shapes_that_cannot_be_unrolled():
+    """Scan inputs of different lengths; a Loop that runs no iteration yet has scan outputs."""
+    body = helper.make_graph(
+        [helper.make_node("Add", ["a", "b"], ["s"])], "body",
+        [helper.make_tensor_value_info("a", TensorProto.FLOAT, None), helper.make_tensor_value_info("b", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info("s", TensorProto.FLOAT, None)])
+    m = model([helper.make_node("Transpose", ["x"], ["xt"]),
+               helper.make_node("Scan", ["x", "xt"], ["y"], name="scan", body=body, num_scan_inputs=2)])
+    with pytest.raises(OnnxImportError, match=r"'scan' \(Scan.*different lengths \[2, 3\]"):
+        ad.from_onnx(m).tape
+    zero = numpy_helper.from_array(np.array(0, np.int64), "zero")
+    loop_body = helper.make_graph(
+        [helper.make_node("Identity", ["c"], ["c_out"]), helper.make_node("Neg", ["v"], ["v_out"])], "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []), helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []), helper.make_tensor_value_info("v_out", TensorProto.FLOAT, None)])
+    m = model([helper.make_node("Loop", ["zero", "", "x"], ["y"], name="loop", body=loop_body)],
+              initializers=[zero])
+    np.testing.assert_array_equal(ad.from_onnx(m)(np.ones((2, 3), np.float32)), np.ones((2, 3)))   # no scan output
+    loop_body.output.append(helper.make_tensor_value_info("v_out", TensorProto.FLOAT, None))
+    m = model([helper.make_node("Loop", ["zero", "", "x"], ["y", "ys"], name="loop", body=loop_body)],
+              outputs=("y", "ys"), initializers=[zero])
+    with pytest.raises(OnnxImportError, match=r"'loop' \(Loop.*no iteration ran"):
+        ad.from_onnx(m).tape
+
+
+def test_resize_interpolating_integers_is_refused():
+    scales = helper.make_node("Constant", [], ["scales"], value=numpy_helper.from_array(np.array([1, 2], np.float32)))
+    m = model([scales, helper.make_node("Cast", ["x"], ["xi"], to=TensorProto.INT32),
+               helper.make_node("Resize", ["xi", "", "scales"], ["yi"], name="rs", mode="linear"),
+               helper.make_node("Cast", ["yi"], ["y"], to=TensorProto.FLOAT)])
+    with pytest.raises(OnnxImportError, match=r"'rs' \(Resize.*mode='linear' on integers"):
+        ad.from_onnx(m).tape
