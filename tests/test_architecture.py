@@ -129,7 +129,7 @@ LAYERS = {
     "rule library": ("ad.lib.", "ad.nn.", "ad.scipy."),
     "transformations": ("ad.lift", "ad.backward", "ad.closure", "ad.passes", "ad.codegen",
                         "ad.cache", "ad.api", "ad.transpose", "ad.forward", "ad.jacobians",
-                        "ad.scipy.integrate"),
+                        "ad.scipy.integrate", "ad.fused"),
     "consumers": ("ad.serialize", "ad.onnx", "ad.checks", "ad.examples", "ad.nn.examples", "ad.lib.coverage"),
 }
 
