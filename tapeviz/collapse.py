@@ -17,7 +17,8 @@ identical structure (primitives, params, literals, avals, internal wiring) folds
 
 Nodes carry ``kind`` (input kinds, or rule, pullback, pushforward, accumulate, seed, zeros, fold), ``phase``,
 ``order``, ``rule``, ``of``, ``members`` (detail equation ids), ``n_eqns``, ``output`` labels,
-``aval`` and ``value`` of the instance's first output (of a forward source node, its last), ``failures`` and, for folds, ``count``,
+``aval`` and ``value`` of the instance's first output (of a forward source node, its last),
+``failures`` and, for folds, ``count``,
 ``motif`` (rule names) and ``groups``. Edges have a ``kind`` (data, residual, accumulate) and
 list the ``vars`` they carry (a kind per pair of nodes: fan-in sums read only cotangents,
 and a forward node feeds a backward one only through residuals). ``graph.graph["group_of"]``

@@ -28,6 +28,7 @@ from onnx import AttributeProto, TensorProto, numpy_helper
 from .. import nn
 from ..api import trace
 from ..nn.pool import max_pool_p, mean_pool_p
+from ..tape import gc_paused
 from ..trace_state import ACTIVE
 from ..tracer import Tracer
 
@@ -1516,9 +1517,9 @@ def _sorted_nodes(graph: onnx.GraphProto, known: set[str]) -> list[onnx.NodeProt
             producer[o] = node
     order, state = [], {}
     for start in graph.node:
-        stack = [(start, iter(_reads(start)))]
         if state.get(id(start)) == 2:
             continue
+        stack = [(start, iter(_reads(start)))]
         state[id(start)] = 1
         while stack:
             node, it = stack[-1]
@@ -1769,6 +1770,7 @@ class OnnxProgram:
                 f"{len(self.nodes)} nodes, {len(self.params)} parameters)")
 
 
+@gc_paused
 def from_onnx(model_or_path, *, inputs=None) -> OnnxProgram:
     """Import an ONNX model (a path, bytes or an ``onnx.ModelProto``) as an ``OnnxProgram``.
 

@@ -105,7 +105,8 @@ def test_value_dependent_shapes_are_refused_unless_constant():
         with pytest.raises(OnnxImportError, match=rf"'vals' \({op}.*shape depends on the values of its input"):
             ad.from_onnx(m).tape
     c = numpy_helper.from_array(np.array([[0, 2], [3, 0]], np.int32), "c")
-    m = model([helper.make_node("NonZero", ["c"], ["nz"]), helper.make_node("Cast", ["nz"], ["f"], to=TensorProto.FLOAT),
+    m = model([helper.make_node("NonZero", ["c"], ["nz"]),
+               helper.make_node("Cast", ["nz"], ["f"], to=TensorProto.FLOAT),
                helper.make_node("ReduceSum", ["f"], ["s"], keepdims=0), helper.make_node("Add", ["x", "s"], ["y"])],
               initializers=[c], opset=11)
     assert len(ad.from_onnx(m).tape.eqns) == 1            # folded: x + 3 (the indices [[0, 1], [1, 0]] sum to 2)
@@ -113,8 +114,8 @@ def test_value_dependent_shapes_are_refused_unless_constant():
 
 
 def test_resize_refusals():
-    consts = [helper.make_node("Constant", [], ["scales"], value=numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32))),
-              helper.make_node("Constant", [], ["sizes"], value=numpy_helper.from_array(np.array([1, 1, 4, 4], np.int64)))]
+    consts = [helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.array([1, 1, 2, 2], dtype)))
+              for name, dtype in (("scales", np.float32), ("sizes", np.int64))]
     four = (("x", [1, 1, 2, 2]),)
     for attrs, inputs, message in [
             ({"mode": "lanczos"}, ["x", "", "scales"], "mode='lanczos' is not supported"),
@@ -260,7 +261,7 @@ def test_scan_and_loop_shapes_that_cannot_be_unrolled():
     """Scan inputs of different lengths; a Loop that runs no iteration yet has scan outputs."""
     body = helper.make_graph(
         [helper.make_node("Add", ["a", "b"], ["s"])], "body",
-        [helper.make_tensor_value_info("a", TensorProto.FLOAT, None), helper.make_tensor_value_info("b", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info(v, TensorProto.FLOAT, None) for v in "ab"],
         [helper.make_tensor_value_info("s", TensorProto.FLOAT, None)])
     m = model([helper.make_node("Transpose", ["x"], ["xt"]),
                helper.make_node("Scan", ["x", "xt"], ["y"], name="scan", body=body, num_scan_inputs=2)])
@@ -269,9 +270,11 @@ def test_scan_and_loop_shapes_that_cannot_be_unrolled():
     zero = numpy_helper.from_array(np.array(0, np.int64), "zero")
     loop_body = helper.make_graph(
         [helper.make_node("Identity", ["c"], ["c_out"]), helper.make_node("Neg", ["v"], ["v_out"])], "body",
-        [helper.make_tensor_value_info("i", TensorProto.INT64, []), helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("c", TensorProto.BOOL, []),
          helper.make_tensor_value_info("v", TensorProto.FLOAT, None)],
-        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []), helper.make_tensor_value_info("v_out", TensorProto.FLOAT, None)])
+        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v_out", TensorProto.FLOAT, None)])
     m = model([helper.make_node("Loop", ["zero", "", "x"], ["y"], name="loop", body=loop_body)],
               initializers=[zero])
     np.testing.assert_array_equal(ad.from_onnx(m)(np.ones((2, 3), np.float32)), np.ones((2, 3)))   # no scan output

@@ -156,20 +156,23 @@ def control_flow_model():
                                     [_vi("t")])
     else_branch = helper.make_graph([helper.make_node("Neg", ["x"], ["e"], name="else/neg")], "else", [], [_vi("e")])
     loop_body = helper.make_graph(
-        [helper.make_node("Identity", ["c_in"], ["c_out"]), helper.make_node("MatMul", ["v", "w"], ["vw"], name="body/mm"),
-         helper.make_node("Tanh", ["vw"], ["v_out"], name="body/tanh"), helper.make_node("Identity", ["v_out"], ["v_scan"])],
+        [helper.make_node("Identity", ["c_in"], ["c_out"]),
+         helper.make_node("MatMul", ["v", "w"], ["vw"], name="body/mm"),
+         helper.make_node("Tanh", ["vw"], ["v_out"], name="body/tanh"),
+         helper.make_node("Identity", ["v_out"], ["v_scan"])],
         "loop_body", [_vi("i", [], TensorProto.INT64), _vi("c_in", [], TensorProto.BOOL), _vi("v")],
         [_vi("c_out", [], TensorProto.BOOL), _vi("v_out"), _vi("v_scan")])
     scan_body = helper.make_graph(
         [helper.make_node("Add", ["acc", "row"], ["acc_out"], name="scan/add"),
          helper.make_node("Mul", ["row", "row"], ["sq"], name="scan/sq")],
         "scan_body", [_vi("acc", [2, 3]), _vi("row", [2, 3])], [_vi("acc_out", [2, 3]), _vi("sq", [2, 3])])
-    inits = [numpy_helper.from_array(rng.normal(size=(3, 3)), "w"), numpy_helper.from_array(rng.normal(size=3), "scale"),
-             numpy_helper.from_array(np.array(3, np.int64), "three"), numpy_helper.from_array(np.array(2, np.int64), "two"),
-             numpy_helper.from_array(np.array(True), "true")]
+    inits = [numpy_helper.from_array(a, name) for a, name in (
+        (rng.normal(size=(3, 3)), "w"), (rng.normal(size=3), "scale"), (np.array(3, np.int64), "three"),
+        (np.array(2, np.int64), "two"), (np.array(True), "true"))]
     nodes = [helper.make_node("Shape", ["x"], ["shape"]), helper.make_node("Size", ["shape"], ["rank"]),
              helper.make_node("Equal", ["rank", "two"], ["is_matrix"]),
-             helper.make_node("If", ["is_matrix"], ["h"], name="pick", then_branch=then_branch, else_branch=else_branch),
+             helper.make_node("If", ["is_matrix"], ["h"], name="pick",
+                              then_branch=then_branch, else_branch=else_branch),
              helper.make_node("Loop", ["three", "true", "h"], ["last", "all"], name="steps", body=loop_body),
              helper.make_node("Scan", ["h", "all"], ["total", "squares"], name="sum", body=scan_body,
                               num_scan_inputs=1, scan_output_directions=[1])]
