@@ -1,0 +1,35 @@
+"""The differential fuzzer's throughput: programs per second in all, and per form (each form's
+CPU time over the programs it compared), over one seeded run of ``ad.checks.fuzz.fuzz``
+(generation, shrinking-free: a passing run). CPU time, one BLAS thread (bench.common)."""
+from __future__ import annotations
+
+import time
+
+import bench.common  # noqa: F401  (one BLAS thread, before numpy loads)
+
+from ad.checks import fuzz  # noqa: E402
+
+PROGRAMS, SEED = 400, 5
+
+
+def main(programs: int = PROGRAMS, seed: int = SEED) -> str:
+    fuzz.COUNTS.clear()
+    fuzz.TIMES.clear()
+    fuzz.cases()                                   # the registry's cases, drawn once per process
+    t0 = time.process_time()
+    compared = fuzz.fuzz(programs, seed)
+    total = time.process_time() - t0
+    lines = ["### Differential fuzzer throughput", "",
+             f"{compared} programs (seed {seed}) in {total:.1f} s of CPU: {compared / total:.1f} programs/s "
+             "in all (generation and every form)", "",
+             "| form | programs compared | CPU s | programs/s |", "| --- | ---: | ---: | ---: |"]
+    for form in sorted(fuzz.TIMES, key=fuzz.TIMES.get, reverse=True):
+        n, t = fuzz.COUNTS.get(form, 0), fuzz.TIMES[form]
+        lines.append(f"| {form} | {n} | {t:.2f} | {n / t if t else float('inf'):.0f} |")
+    skipped = ", ".join(f"{why}: {n}" for why, n in fuzz.SKIPPED.most_common())
+    lines += ["", f"did not apply: {skipped or 'none'}"]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(main())
