@@ -329,8 +329,8 @@ class Program:
 
     @property
     def smooth(self) -> bool:
-        """No kinks: finite differences apply."""
-        return all(s[0] not in KINKED for s in self.steps)
+        """No kinks: finite differences apply (complex programs keep MARGIN away from theirs)."""
+        return self.family != "real" or all(s[0] not in KINKED for s in self.steps)
 
     @property
     def numpy_only(self) -> bool:
