@@ -307,14 +307,16 @@ class _Builder:
 
 
 @gc_paused
-def build_linearized(primal: Tape, values: list, wrt: list[int]) -> Linearized:
+def build_linearized(primal: Tape, values: list, wrt: list[int], known: dict | None = None) -> Linearized:
     """Inline every differentiated equation's pushforward template after the forward section
-    (rules' primal bodies, as in ``backward.build``). ``wrt``: the float inputs with tangents."""
+    (rules' primal bodies, as in ``backward.build``). ``wrt``: the float inputs with tangents.
+    The forward section is evaluated at ``values`` as it is built (the rules are lifted at its
+    values); ``known`` collects those values, by the forward tape's variables."""
     b = _Builder()
     inputs = [b.new(v.aval) for v in primal.inputs]
     env: dict = dict(zip(primal.inputs, inputs))
-    vals: dict = {}
-    eval_tape(primal, values, vals)
+    known = {} if known is None else known
+    known.update(zip(inputs, values))
     active = active_vars(primal, wrt)
     instances, fallbacks = [], []
     for e in primal.eqns:
@@ -323,10 +325,11 @@ def build_linearized(primal: Tape, values: list, wrt: list[int]) -> Linearized:
         if not (any(needs) and e.prim.differentiable):
             outs = [b.new(v.aval) for v in e.outputs]
             b.emit(e.prim, ops, e.params, outs, e.source, e.origin)
+            eval_eqns(b.eqns[-1:], known)
             env.update(zip(e.outputs, outs))
             continue
         rule_of(e)
-        opvals = [vals[x] if type(x) is Var else x.value for x in e.inputs]
+        opvals = [known[x] if type(x) is Var else x.value for x in ops]
         pf = pushforward(e.prim, e.params, opvals, needs, e.source)
         if pf.fallback:
             fallbacks.append(Fallback(e.prim.name, e.source, pf.fallback))
@@ -336,6 +339,7 @@ def build_linearized(primal: Tape, values: list, wrt: list[int]) -> Linearized:
         outs = [_rule_output(b, sub, o, pf, v, e) for o, v in zip(pf.outs, e.outputs)]
         for i in range(start, len(b.eqns)):
             b.eqns[i] = replace(b.eqns[i], origin=Origin("primal", of=outs[0], rule=e.prim.name))
+        eval_eqns(b.eqns[start:], known)
         env.update(zip(e.outputs, outs))
         instances.append((e, pf, sub, ops, outs))
     n_forward = len(b.eqns)
@@ -361,7 +365,9 @@ def build_linearized(primal: Tape, values: list, wrt: list[int]) -> Linearized:
             continue
         slots.append(len(tangent_outs))
         tangent_outs.append(tan[o] if type(o) is Var and o in tan else b.zeros(o.aval, o if type(o) is Var else None))
-    eqns, n_forward = _hoist(b.eqns, n_forward, tangent_inputs)
+    eqns, n_hoisted = _hoist(b.eqns, n_forward, tangent_inputs)
+    eval_eqns(eqns[n_forward:n_hoisted], known)
+    n_forward = n_hoisted
     residuals = _residuals(eqns, n_forward, inputs, tangent_outs)
     forward = Tape(tuple(inputs), tuple(eqns[:n_forward]), tuple(value_outs) + tuple(residuals),
                    input_names=primal.input_names)
@@ -543,20 +549,28 @@ def linearize_with(cache, f, primals, argnums: tuple, form: str, optimize: bool 
     """``linearize`` keeping its tapes in ``cache`` (``ad.hvp`` keys them by the function whose
     gradient it linearizes)."""
     nargs = len(primals)
+    fresh: dict = {}        # id of a tape traced in this call -> the forward outputs its building computed
 
     def new_tape(args):
         primal = _trace(f, args, argnums)
         wrt, _, slots = _wrt(primal, argnums, nargs)
-        lin = build_linearized(primal, _values(primal, args), wrt)
+        known: dict = {}
+        lin = build_linearized(primal, _values(primal, args), wrt, known)
+        out = [known[x] if type(x) is Var else x.value for x in lin.forward.outputs]
         if optimize:
             lin = replace(lin, forward=run_passes(lin.forward), tangent=run_passes(lin.tangent))
-        return _Traced(primal, wrt, slots, lin, rules_of(primal))
+        traced = _Traced(primal, wrt, slots, lin, rules_of(primal))
+        if all(type(a) is np.ndarray for a in primal.flatten_args(args)):   # no tracer, no Python scalar:
+            fresh[id(traced)] = out         # what running the forward tape would give, computed once
+        return traced
 
     def run(entry, args, leaves):
         if not rules_current(entry.tape.rules):     # a rule registered since: its pushforward changed
             entry.tape, entry.compiled = new_tape(args), None
         t = entry.tape
-        out = eval_tape(t.lin.forward, t.primal.flatten_args(args))     # tracers of an enclosing trace, if any
+        out = fresh.pop(id(t), None)
+        if out is None:
+            out = eval_tape(t.lin.forward, t.primal.flatten_args(args))     # tracers of an enclosing trace, if any
         if t.lin.fallbacks and any(isinstance(x, Tracer) for x in out):
             raise NonDifferentiableError("cannot differentiate through a linearization whose rules fell "
                                          "back to closures: " + "; ".join(map(str, t.lin.fallbacks)))
