@@ -21,7 +21,7 @@ from ad.samples import C128
 from ad.tape import Var, eval_tape
 from cases import CASES, PRIMITIVE_CASES, leaves
 from needs import module
-from test_programs import SETTINGS, SMOOTH, build, inputs, programs
+from test_forward_oracles import GENERATED, SETTINGS, build, program_inputs, scalar
 
 
 def _params(cases, dtype=None):
@@ -337,11 +337,11 @@ def test_mlp_against_jax():
 # -- generated programs ----------------------------------------------------------------------
 
 @SETTINGS
-@given(programs(SMOOTH), st.integers(0, 2**16))
+@given(GENERATED, st.integers(0, 2**16))
 def test_random_programs_forms_gradients_and_finite_differences(program, seed):
     """jvp in three forms, against <grad, u> and finite differences."""
-    f = build(program, SMOOTH)
-    xs = inputs(seed)
+    f = scalar(build(program, np), np)
+    xs = program_inputs(seed)
     rng = np.random.default_rng(seed)
     us = (rng.standard_normal(xs[0].shape), rng.standard_normal(xs[1].shape))
     _, ref = ad.jvp(f, xs, us, form="closure")
@@ -427,3 +427,26 @@ def test_a_tangent_tape_exports_to_onnx_and_runs_in_onnxruntime():
     tangents = [np.array([1.0, -2.0, 0.5]), np.ones((2, 3))]
     feed = dict(zip([i.name for i in session.get_inputs()], [*f_jvp.residuals, *tangents]))
     np.testing.assert_allclose(session.run(None, feed)[0], f_jvp(*tangents), rtol=1e-13)
+
+
+def test_a_one_shot_jvp_computes_the_primal_twice():
+    """Once while tracing, once in the forward section as the tangent tape is built (its values
+    are the point the rules are lifted at, and the residuals): not a third time."""
+    calls = []
+
+    def impl(x):
+        calls.append(1)
+        return np.sin(x)
+    counted = ad.primitive(impl, name="test_forward_counted_sin")
+    ad.rrule(counted)(lambda x: (counted(x), lambda dy: (dy * np.cos(x),)))
+    x, t = np.array([0.1, 0.2]), np.array([1.0, -1.0])
+    ad.jvp(lambda x: counted(x) * 2.0, (x,), (t,))        # lifts the rule (once: templates are cached)
+    calls.clear()
+    y, ty = ad.jvp(lambda x: counted(x) * 2.0, (x,), (t,))
+    np.testing.assert_allclose(ty, 2.0 * np.cos(x) * t)
+    assert len(calls) == 2
+    jac = ad.jacfwd(lambda x: counted(x) * 2.0)
+    jac(x)
+    calls.clear()
+    jac(x)                                                # a cached tape runs its forward tape once
+    assert len(calls) == 1
