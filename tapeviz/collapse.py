@@ -15,7 +15,8 @@ Inputs keep their ids. Then, as TensorBoard folds a series of same-shaped layers
 identical structure (primitives, params, literals, avals, internal wiring) folds into one
 ``fold/<first>`` node with a ``count``: a 10,000-step loop draws as a handful of nodes.
 
-Nodes carry ``kind`` (input kinds, or rule, pullback, pushforward, accumulate, seed, zeros, fold), ``phase``,
+Nodes carry ``kind`` (input kinds, or rule, pullback, pushforward, node, accumulate, seed, zeros, fold),
+``phase``,
 ``order``, ``rule``, ``of``, ``members`` (detail equation ids), ``n_eqns``, ``output`` labels,
 ``aval`` and ``value`` of the instance's first output (of a forward source node, its last),
 ``failures`` and, for folds, ``count``,
