@@ -44,7 +44,6 @@ from ..tape import Aval, Eqn, Lit, Origin, Var, eval_eqns, eval_tape, format_eqn
 from ..tracer import Tracer
 from .base import random_cotangent
 from .rule import check_rule
-from .settings import exact_rtol
 
 OPERATORS = ("sign", "drop_term", "swap", "transpose", "reduction", "residual", "scale",
              "identity", "in_place")
@@ -67,6 +66,7 @@ class Target:
     params: dict
     rule: object            # the registered rule the template was lifted from
     draw: object = None
+    kink: bool = False      # the inputs are a kink point the samples declare
 
     @property
     def n_cts(self) -> int:
@@ -178,7 +178,8 @@ def _float_outputs(bwd):
 def op_sign(t: Target):
     bwd, grads = t.lifted.bwd, t.lifted.grads
     for i in _float_outputs(bwd):
-        yield f"negate {format_eqn(bwd[i])}", *_follow(bwd, grads, i, lambda v, w, e: _eqn(negative_p, [v], [w], like=e))
+        yield f"negate {format_eqn(bwd[i])}", *_follow(
+            bwd, grads, i, lambda v, w, e: _eqn(negative_p, [v], [w], like=e))
 
 
 def op_scale(t: Target):
@@ -225,11 +226,11 @@ def op_swap(t: Target, env):
 
 
 def op_transpose(t: Target):
-    """Transpose an operand (its last two axes) of a multilinear equation (matmul, einsum,
-    solve's products): ``dy @ B.T`` becomes ``dy @ B``."""
+    """Transpose an operand (its last two axes) of a matmul-like equation (multilinear and not
+    elementwise: matmul, einsum, matvec): ``dy @ B.T`` becomes ``dy @ B``."""
     bwd, grads = t.lifted.bwd, t.lifted.grads
     for i, e in enumerate(bwd):
-        if e.prim.linear is None or e.prim.linear.jointly or len(e.inputs) < 2:
+        if e.prim.linear is None or e.prim.linear.jointly or e.prim.elementwise or len(e.inputs) < 2:
             continue
         for k, x in enumerate(e.inputs):
             if type(x) is not Var or x.aval.ndim < 2:
@@ -299,7 +300,7 @@ def mutants(t: Target, env: dict) -> list[Mutant]:
 
 def targets(names=None, seed: int = 0) -> tuple[list[Target], dict]:
     """The targets of every differentiable sampled primitive (its first dtype; complex128 too
-    for a rule declaring ``complex_rule``), and why the others have none."""
+    for a rule declaring ``complex_rule``; its kink points), and why the others have none."""
     found, skipped = [], {}
     for prim in REGISTRY.values():
         if not prim.samples or (names is not None and prim.name not in names):
@@ -309,11 +310,24 @@ def targets(names=None, seed: int = 0) -> tuple[list[Target], dict]:
             continue
         rng = np.random.default_rng([seed, zlib.crc32(prim.name.encode())])
         dtypes = [np.dtype(prim.samples[0].dtypes[0])] + ([C128] if prim.complex_rule else [])
-        ts = [_target(prim, rng, dtype) for dtype in dtypes]
+        ts = [_target(prim, rng, dtype) for dtype in dtypes] + _kinks(prim)
         if isinstance(ts[0], str):
             skipped[prim.name] = ts[0]
         found.extend(t for t in ts if isinstance(t, Target))
     return found, skipped
+
+
+def _kinks(prim) -> list:
+    """A target at every kink point the samples declare (ties of maximum, abs at 0): mutants of
+    what a rule does there alone are invisible anywhere else."""
+    out = []
+    for n, sample in enumerate(prim.samples):
+        for k, point in enumerate(sample.kinks):
+            t = target(caller(prim, sample), *[np.array(p) if np.ndim(p) else p for p in point])
+            if isinstance(t, Target):
+                t.label, t.kink = f"{prim.name} sample {n} kink {k}", True
+                out.append(t)
+    return out
 
 
 def _target(prim, rng, dtype):
@@ -550,8 +564,21 @@ def score_target(t: Target, seed: int = 0, **options) -> tuple[list[Outcome], li
             if failed:
                 where = "" if k == 0 else f"caught at fresh draw {k} (at the sample it equals the original)"
                 break
+        if not failed and _one_subgradient(t):
+            out.append(Outcome(**row, status="equivalent", why=SUBGRADIENT))
+            continue
         out.append(Outcome(**row, status="caught" if failed else "survived", checks=failed, why=where))
     return out, None
+
+
+SUBGRADIENT = ("another subgradient at a kink: the primitive is elementwise in its one differentiated operand, "
+               "so the one-sided bracket it passes (fd.dot_product) is the whole subdifferential")
+
+
+def _one_subgradient(t: Target) -> bool:
+    """At a kink of an elementwise primitive differentiated in one operand, every value between
+    the one-sided derivatives is a correct rule (relu's 0 or 1 at 0, |x|'s -1 to 1)."""
+    return t.kink and t.prim.elementwise and sum(type(a) is Var and a.aval.is_float for a in t.lifted.args) == 1
 
 
 def _score_one(args):
