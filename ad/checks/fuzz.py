@@ -256,13 +256,18 @@ def registry_call(name: str, k: int):
 
 
 def fold(out):
-    """A registry step's result (any shapes, dtypes, tuples) as one real scalar: the mean of the
-    real part of each float leaf (integer and boolean results carry no gradient)."""
+    """A registry step's result (any shapes, dtypes, tuples) as one real scalar: each float
+    leaf paired with fixed uneven weights (complex ones for a complex leaf, so its imaginary
+    part counts too), divided by its size; integer and boolean results carry no gradient. Uneven
+    weights give the rule an uneven cotangent: a uniform one hides transposed or permuted terms."""
     leaves = out if isinstance(out, (tuple, list)) else (out,)
     total = 0.0
     for y in leaves:
-        if np.issubdtype(getattr(y, "dtype", None) or np.result_type(y), np.inexact):
-            total = total + np.mean(np.real(y))
+        dtype = np.dtype(getattr(y, "dtype", None) or np.result_type(y))
+        if dtype.kind in "fc":
+            angle = 1.3 * np.arange(np.size(y)).reshape(np.shape(y)) + 0.4
+            w = np.cos(angle) + 1j * np.sin(angle) if dtype.kind == "c" else np.cos(angle)
+            total = total + np.sum(np.real(y * w)) / max(np.size(y), 1)
     return total
 
 
@@ -318,7 +323,20 @@ def cases() -> list:
 @dataclass(frozen=True)
 class Program:
     """A random program: ``steps`` are (step name, i, j, *extra) with i, j indices into the pool
-    of values so far (taken modulo its size); a registry step is ("@", i, case index)."""
+    of values so far (taken modulo its size); a registry step is ("@", i, case index).
+
+    >>> program = ad.checks.fuzz.Program("real", (("sin", 0, 1), ("view_write", 2, 1)))
+    >>> print(program.source())
+    def f(x0, x1):
+        v2 = np.sin(x0)
+        v3 = v2 + 0.0 * x1
+        view = v3[..., ::2]
+        view *= np.tanh(x1[..., 1::2])
+        return np.sum(v3 * WEIGHTS) + 0.1 * np.sum(v2 * v2)
+    <BLANKLINE>
+    >>> ad.checks.fuzz.run(program)
+    ['closure', 'lifted', 'lifted+passes', 'compiled', 'finite differences', 'jvp', 'jvp closure', 'jvp compiled', 'grad of grad', 'json', 'onnx']
+    """
     family: str
     steps: tuple
     shape: tuple = (N,)
