@@ -177,3 +177,25 @@ def test_the_cli_runs_on_a_filter_and_records(capsys, tmp_path):
     text = doc.read_text()
     assert "old" not in text and "non-equivalent mutants caught" in text and text.endswith("## Next\n")
     assert main(["--mutants", "--only", "no_such_primitive"]) == 2
+
+
+def test_a_tie_split_into_shares_not_summing_to_one_fails_at_every_seed():
+    """The other check the mutants found missing: maximum's rule giving x all of a tie's
+    cotangent and y half stays between the one-sided derivatives along a random direction about
+    half the time; moving both operands by +1 (fd.jvp, at a kink) sees it every time."""
+    def wrong(x, y):
+        def pullback(g):
+            tie = x == y
+            return np.where(x > y, g, np.where(tie, g, 0.0)), np.where(x < y, g, np.where(tie, 0.5 * g, 0.0))
+        return np.maximum(x, y), pullback
+    x, y = np.array([1.0, 2.0, -1.0, 0.3]), np.array([1.0, 0.0, -1.0, 0.5])
+    for seed in range(3):
+        assert check_rule(np.maximum, x, y, rule=wrong, seed=seed)["fd.jvp"].status == "fail"
+        assert check_rule(np.maximum, x, y, seed=seed).ok
+
+
+def test_another_subgradient_at_a_kink_is_equivalent():
+    (t,) = [t for t in mutants.targets(["absolute"])[0] if t.label == "absolute sample 0 kink 1"]
+    rows, _ = mutants.score_target(t)
+    (o,) = [o for o in rows if o.operator == "identity"]          # |x|'s cotangent g at 0: a subgradient
+    assert o.status == "equivalent" and o.why == mutants.SUBGRADIENT
