@@ -50,8 +50,8 @@ _BY_VALUE = {np.dtype(np.float64): (ctypes.c_double, float), np.dtype(np.float32
 # How a loop spells each primitive it fuses, over its operands {0}, {1}... (C variable names or
 # literals). Keyed by the primitive object, as the ONNX exporter's table is.
 _UFUNC_SPELLINGS = {
-    np.subtract: "{0} - {1}", np.multiply: "{0} * {1}", np.true_divide: "{0} / {1}",
-    np.negative: "-{0}", np.power: "pow({0}, {1})", np.square: "{0} * {0}", np.reciprocal: "1.0 / {0}",
+    np.subtract: "{0} - {1}", np.multiply: "{0} * {1}", np.true_divide: "(double){0} / {1}",
+    np.negative: "-{0}", np.power: "pow({0}, {1})", np.square: "{0} * {0}", np.reciprocal: "1 / {0}",
     np.absolute: "fabs({0})", np.fabs: "fabs({0})", np.sqrt: "sqrt({0})", np.cbrt: "cbrt({0})",
     np.exp: "exp({0})", np.exp2: "exp2({0})", np.expm1: "expm1({0})", np.log: "log({0})",
     np.log2: "log2({0})", np.log10: "log10({0})", np.log1p: "log1p({0})",
@@ -181,12 +181,22 @@ def fuse(tape: Tape) -> list:
 
 # -- kernels ----------------------------------------------------------------------------------
 
-def _c_literal(v) -> str:
+def _c_literal(v, single: bool = False) -> str:
+    """A C literal; ``single``: a float32 one (``0.1f``), as numpy takes a Python number next
+    to float32 values (``x > 0.1`` compares with float32(0.1), not with the double 0.1)."""
     if isinstance(v, (bool, np.bool_)):
         return "1" if v else "0"
-    v = float(v)
+    v = float(np.float32(v)) if single else float(v)
     text = repr(v) if math.isfinite(v) else ("NAN" if math.isnan(v) else "INFINITY" if v > 0 else "-INFINITY")
+    text += "f" if single and math.isfinite(v) else ""
     return f"({text})" if text.startswith("-") else text
+
+
+def _single(e) -> bool:
+    """Are the equation's Python-number literals float32 (its arrays are, none is float64)?"""
+    kinds = {np.dtype(x.aval.dtype if type(x) is Var else getattr(x.value, "dtype", np.float64))
+             for x in e.inputs if type(x) is Var or isinstance(x.value, (np.ndarray, np.generic))}
+    return np.dtype(np.float32) in kinds and np.dtype(np.float64) not in kinds
 
 
 def _c_comment(e) -> str:
@@ -195,25 +205,30 @@ def _c_comment(e) -> str:
 
 class Kernel:
     """One fused loop: its C function, and the Python side of calling it. Array operands are
-    passed by pointer (made contiguous, their size checked: a wrong size would read past the
-    end), 0-d ones by value; the outputs of one dtype share one buffer, each its own pointer."""
+    passed by pointer (their size checked: a wrong size would read past the end), 0-d ones by
+    value; each array output is a new array, the 0-d outputs of one dtype share one buffer.
 
-    def __init__(self, name: str, group: Group, source: str, inputs: list, outputs: list):
+    An operand in another memory order (a transposed view) would have to be copied, which
+    costs more than fusing saves: then the loop's equations run as numpy lines instead
+    (``numpy_twin``, made on first use), with the same results to rounding."""
+
+    def __init__(self, name: str, group: Group, source: str, inputs: list, outputs: list, ns, operands: list):
         self.name, self.group, self.source = name, group, source
         self.n = math.prod(group.shape) if inputs and inputs[0] is None else None   # passed first
         self.inputs = [i for i in inputs if i is not None]   # (dtype, size, by_value)
-        self.outputs = outputs      # (dtype, shape)
-        self.buffers = {dt: 0 for dt, _ in outputs}
-        self.slots = []             # per output: (its buffer's dtype, offset, shape)
-        for dt, shape in outputs:
-            self.slots.append((dt, self.buffers[dt], shape))
-            self.buffers[dt] += max(math.prod(shape), 1)
-        self.fn = None
+        self.outputs = outputs      # (variable, dtype, shape)
+        self.scalars = {}           # dtype -> how many 0-d outputs
+        self.slots = []             # per 0-d output: its offset in its dtype's buffer
+        for _, dt, shape in outputs:
+            self.slots.append(self.scalars.get(dt, 0) if shape == () else None)
+            self.scalars[dt] = self.scalars.get(dt, 0) + (shape == ())
+        self.fn, self._ns, self._operands, self._twin = None, ns, operands, None
 
     def link(self, library: ctypes.CDLL):
         self.fn = getattr(library, self.name)
         self.fn.restype = None
-        self.fn.argtypes = [ctypes.c_long] * (self.n is not None) + [_BY_VALUE[dt][0] if by_value else ctypes.c_void_p for dt, _, by_value in self.inputs] \
+        self.fn.argtypes = [ctypes.c_long] * (self.n is not None) \
+            + [_BY_VALUE[dt][0] if by_value else ctypes.c_void_p for dt, _, by_value in self.inputs] \
             + [ctypes.c_void_p] * len(self.outputs)
 
     def __call__(self, *args):
@@ -222,18 +237,32 @@ class Kernel:
             if by_value:
                 cargs.append(_BY_VALUE[dt][1](x))
                 continue
+            if size > 1 and isinstance(x, np.ndarray) and not x.flags.c_contiguous:
+                return self.numpy_twin()(*args)
             a = np.ascontiguousarray(x, dt)
             if a.size != size:
                 raise ValueError(f"{self.name}: an operand of {a.size} elements where the tape has {size}; "
                                  "call the compiled tape with arguments shaped as when it was traced")
             held.append(a)
             cargs.append(a.ctypes.data)
-        buffers = {dt: np.empty(n, dt) for dt, n in self.buffers.items()}
-        bases = {dt: b.ctypes.data for dt, b in buffers.items()}
-        cargs.extend(bases[dt] + offset * dt.itemsize for dt, offset, _ in self.slots)
+        scalars = {dt: np.empty(k, dt) for dt, k in self.scalars.items() if k}
+        results = [np.empty(shape, dt) if slot is None else None for (_, dt, shape), slot in zip(self.outputs, self.slots)]
+        cargs.extend(r.ctypes.data if slot is None else scalars[dt].ctypes.data + slot * dt.itemsize
+                     for r, (_, dt, _), slot in zip(results, self.outputs, self.slots))
         self.fn(*cargs)
-        return tuple(buffers[dt][offset] if shape == () else buffers[dt][offset:offset + math.prod(shape)].reshape(shape)
-                     for dt, offset, shape in self.slots)
+        return tuple(r if slot is None else scalars[dt][slot]
+                     for r, (_, dt, _), slot in zip(results, self.outputs, self.slots))
+
+    def numpy_twin(self):
+        """The loop's equations as numpy lines, a function of the same operands."""
+        if self._twin is None:
+            params = [f"v{x.n}" if type(x) is Var else f"_k{j}" for j, x in enumerate(self._operands)]
+            lines = [f"def {self.name}_numpy({', '.join(params)}):",
+                     *(f"    v{e.outputs[0].n} = {eqn_source(e, self._ns)}" for e in self.group.eqns),
+                     f"    return ({''.join(f'v{y.n}, ' for y, _, _ in self.outputs)})"]
+            exec(builtins.compile("\n".join(lines) + "\n", f"<ad.fused {self.name}_numpy>", "exec"), self._ns.globals)
+            self._twin = self._ns.globals[f"{self.name}_numpy"]
+        return self._twin
 
 
 def kernel(name: str, group: Group, needed: set, ns: _Namespace) -> tuple[Kernel, list]:
@@ -242,9 +271,10 @@ def kernel(name: str, group: Group, needed: set, ns: _Namespace) -> tuple[Kernel
     params, operands, pre, body, post, arrays = [], [], [], [], [], {}
     inputs, outputs = [], []
 
-    def read(x) -> str:
+    def read(x, single: bool = False) -> str:
         if type(x) is not Var and (not isinstance(x.value, np.ndarray) or x.value.size == 1):
-            return _c_literal(x.value if not isinstance(x.value, np.ndarray) else x.value.reshape(-1)[0])
+            value = x.value.reshape(-1)[0] if isinstance(x.value, np.ndarray) else x.value
+            return _c_literal(value, single or getattr(value, "dtype", None) == np.float32)
         if type(x) is Var and x in group.made:
             return f"v{x.n}"
         key = x if type(x) is Var else id(x.value)
@@ -272,10 +302,12 @@ def kernel(name: str, group: Group, needed: set, ns: _Namespace) -> tuple[Kernel
             pre.append(f"double v{y.n} = 0;  /* summed in double */")
             body.append(f"v{y.n} += {read(e.inputs[0])};{_c_comment(e)}")
         else:
-            body.append(f"{ctype} v{y.n} = {SPELLINGS[e.prim].format(*map(read, e.inputs))};{_c_comment(e)}")
+            single = _single(e)
+            sources = [read(x, single) for x in e.inputs]
+            body.append(f"{ctype} v{y.n} = {SPELLINGS[e.prim].format(*sources)};{_c_comment(e)}")
     for y in sorted(needed & group.made, key=lambda v: v.n):
         params.append(f"{CTYPES[y.aval.dtype]} *p{y.n}")
-        outputs.append((np.dtype(y.aval.dtype), tuple(y.aval.shape)))
+        outputs.append((y, np.dtype(y.aval.dtype), tuple(y.aval.shape)))
         (post if y in group.sums or n == 1 else body).append(f"p{y.n}[{'i' if y not in group.sums and n > 1 else 0}] = v{y.n};")
     if n > 1:
         params.insert(0, "long n")
@@ -287,7 +319,7 @@ def kernel(name: str, group: Group, needed: set, ns: _Namespace) -> tuple[Kernel
     else:
         lines += [f"    {s}" for s in body]
     lines += [*(f"    {s}" for s in post), "}"]
-    return Kernel(name, group, "\n".join(lines) + "\n", inputs, outputs), operands
+    return Kernel(name, group, "\n".join(lines) + "\n", inputs, outputs, ns, operands), operands
 
 
 # -- building ---------------------------------------------------------------------------------
@@ -373,16 +405,11 @@ def _generate(tape: Tape, name: str) -> tuple[list, str, dict]:
     """The kernels, the driver's source and its globals."""
     ns = _Namespace()
     plan = fuse(tape)
-    read_outside: set = {x for x in tape.outputs if type(x) is Var}
+    maker = {y: g for g in plan if isinstance(g, Group) for y in g.made}    # a loop's values
+    read_outside: set = {x for x in tape.outputs if type(x) is Var}          # needed outside it
     for item in plan:
-        if isinstance(item, Group):
-            continue
-        read_outside.update(x for x in item.inputs if type(x) is Var)
-    for item in plan:                       # a group's values read by another group
-        if isinstance(item, Group):
-            for other in plan:
-                if isinstance(other, Group) and other is not item:
-                    read_outside.update(x for e in other.eqns for x in e.inputs if type(x) is Var and x in item.made)
+        for e in item.eqns if isinstance(item, Group) else (item,):
+            read_outside.update(x for x in e.inputs if type(x) is Var and maker.get(x, item) is not item)
     n_forward = tape.n_forward if isinstance(tape, GradTape) else len(tape.eqns)
     kernels, statements = [], []            # (first equation's index, line, variables read)
     position = {id(e): i for i, e in enumerate(tape.eqns)}
@@ -394,8 +421,10 @@ def _generate(tape: Tape, name: str) -> tuple[list, str, dict]:
             outs = [f"v{y.n}" for y in sorted(read_outside & item.made, key=lambda v: v.n)]
             lhs = ", ".join(outs) + ("," if len(outs) == 1 else "")
             args = ", ".join(_operand_src(x, ns) for x in operands)
-            n = math.prod(item.shape)
-            line = f"{lhs} = {fn}({args})  # {len(item.eqns)} equations fused" + (f" into one loop over {n} elements" if n > 1 else "")
+            n, where = math.prod(item.shape), {position[id(e)] < n_forward for e in item.eqns}
+            line = (f"{lhs} = {fn}({args})  # {len(item.eqns)} equations"
+                    + (" (forward and backward)" if isinstance(tape, GradTape) and len(where) == 2 else "")
+                    + " fused" + (f" into one loop over {n} elements" if n > 1 else ""))
             statements.append((position[id(item.eqns[0])], line, [x for x in operands if type(x) is Var]))
         else:
             lhs = ", ".join(f"v{v.n}" for v in item.outputs) + ("," if len(item.outputs) == 1 and item.prim.multiple_results else "")
