@@ -59,7 +59,10 @@ def debug_jvp(f, primals, tangents, **options) -> "TapeDebugger":
     listing and the tangent listing are side by side, each primal equation's pushforward block
     (derived from its rule's pullback) beside it; steps run through the forward section, then
     the pushforward blocks in forward order; the inspector shows a value beside its tangent.
-    Options, stepping, selection and ``to_html`` are ``debug``'s.
+    ``run_checks()`` runs ``ad.check`` (its ``program.jvp`` and ``fd.jvp`` check forward mode)
+    and pins the findings on the primal equations and their pushforward blocks;
+    ``show_closure()`` compares a primal equation's closure pushforward with its block's
+    tangents. Options, stepping, selection and ``to_html`` are ``debug``'s.
 
     >>> dbg = tapeviz.debug_jvp(lambda x: np.sum(np.sin(x) * 2.0), (np.ones(3),), (np.ones(3),))
     >>> dbg.step_to(3)

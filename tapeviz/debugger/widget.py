@@ -3,19 +3,22 @@ forward and backward listings side by side, steps through it pullback by pullbac
 by primitive), draws the neighbourhood of the cursor, inspects values and cotangents, compares
 closure and lifted pullbacks, and pins the checker's findings on the equations.
 
-It is an anywidget: one ES module (``static/debugger.js``) is the view in every front end with
-a widget manager (JupyterLab, Notebook 7, Voila, VS Code, Colab) and in marimo
-(``mo.ui.anywidget(dbg)``). The state lives in a ``DebugModel`` (``model``); every action, from
-a cell (``dbg.next()``, ``dbg.select("%7")``, ``dbg.run_checks()``) or from the view (a message
-``{"action": "next"}``), moves the model, and ``_refresh`` sends what the view shows as traits:
-the frame (``frames``) and HTML drawn by the views (``listing``, ``inspector``, ``residuals``,
-``closure``) and the graph pane's DOT, which the browser lays out (in a Web Worker). The listing
-and the residuals are sent without what depends on the cursor (the view sets those classes), and
-the listing's window of rows moves only when the cursor nears its edges, so most steps send
-neither. The view asks for the steps around the cursor ahead of time (``{"action": "ahead"}``,
-answered by ``_ahead`` with what those steps would send, the cursor unmoved) and repaints a click
-on one of them at once; each action the view sends carries a number (``seq``) that the frame
-echoes, so the kernel's answer confirms (or corrects) what the view guessed. The only module of the package that imports ipywidgets (through anywidget).
+It is an anywidget: one ES module (``static/debugger.js``) is the view in every front end with a
+widget manager and in marimo (``mo.ui.anywidget(dbg)``); the browser tests (tests/e2e) run it in
+JupyterLab, Notebook 7, Voila and marimo. VS Code and Colab load anywidgets too, but neither can be
+driven where the tests run, so nothing tests the debugger there. The state lives in a
+``DebugModel`` (``model``); every action, from a cell (``dbg.next()``, ``dbg.select("%7")``,
+``dbg.run_checks()``) or from the view (a message ``{"action": "next"}``), moves the model, and
+``_refresh`` sends what the view shows as traits: the frame (``frames``) and HTML drawn by the
+views (``listing``, ``inspector``, ``residuals``, ``closure``) and the graph pane's DOT, which the
+browser lays out (in a Web Worker). The listing and the residuals are sent without what depends on
+the cursor (the view sets those classes), and the listing's window of rows moves only when the
+cursor nears its edges, so most steps send neither. The view asks for the steps around the cursor
+ahead of time (``{"action": "ahead"}``, answered by ``_ahead`` with what those steps would send,
+the cursor unmoved) and repaints a click on one of them at once; each action a view sends carries
+its name and a number (``view``, ``seq``) that the frame echoes, so the kernel's answer confirms
+(or corrects) what the view guessed. The only module of the package that imports ipywidgets
+(through anywidget).
 ``JvpDebugger`` is the same widget for forward mode (``tapeviz.debug_jvp``): a linearization's
 forward and tangent listings side by side, stepping through the pushforward blocks.
 """
@@ -101,7 +104,7 @@ class TapeDebugger(anywidget.AnyWidget):
         self._closure_on = False
         self._checks = dict(NO_CHECKS)
         self._message = ""
-        self._seq = 0                          # the last action of the view, echoed by the frame
+        self._seq, self._by = 0, ""            # the last action of a view and that view, echoed by the frame
         self._actions = {
             "hello": lambda _: self.send({"kind": "hello"}),
             "graphviz": lambda _: self.send({"kind": "graphviz", "source": static("graphviz/graphviz.js")}),
@@ -129,11 +132,11 @@ class TapeDebugger(anywidget.AnyWidget):
         if "seq" not in content:
             action(content)
             return
-        self._seq = int(content["seq"])
+        self._seq, self._by = int(content["seq"]), str(content.get("view", ""))
         try:
             action(content)
         finally:                               # confirmed even when the action failed
-            if self._frame.get("seq") != self._seq:
+            if (self._frame.get("seq"), self._frame.get("by")) != (self._seq, self._by):
                 self._frame = self._frame_now()
 
     # -- what a saved or untrusted notebook shows ------------------------------------------
@@ -355,7 +358,7 @@ class TapeDebugger(anywidget.AnyWidget):
         return {"eqns": len(m.eqns), "pane": {"k": self.graph.k}, "mode": m.mode, "granularity": m.granularity,
                 "step": step_part(m), "selected": m.selected, "sel": sel_part(m, m.selected),
                 "closure": self._closure_on, "message": self._message, "checks": self._checks,
-                "seq": self._seq, "window": list(self._window or self.listing_view.follow(None)),
+                "seq": self._seq, "by": self._by, "window": list(self._window or self.listing_view.follow(None)),
                 "context": self._context()}
 
     def _context(self) -> str:

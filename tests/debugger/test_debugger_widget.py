@@ -249,8 +249,9 @@ def test_steps_sent_ahead_are_what_a_step_to_them_sends(mlp_dbg, monkeypatch):
     assert dbg.step == 3                                 # the cursor did not move
     for part in reply["steps"]:
         listing = reply["texts"][part["listing"]] if "listing" in part else dbg._listing
-        click(dbg, "step", index=part["index"], seq=part["index"] + 100)
-        assert dbg._frame["seq"] == part["index"] + 100 and dbg._frame["step"] == part["step"]
+        click(dbg, "step", index=part["index"], seq=part["index"] + 100, view="v1")
+        assert (dbg._frame["seq"], dbg._frame["by"]) == (part["index"] + 100, "v1")
+        assert dbg._frame["step"] == part["step"]
         assert dbg._frame["window"] == part["window"] and dbg._listing == listing
         assert (dbg._dot, dbg._inspector, dbg._residuals) == tuple(
             reply["texts"][part[k]] for k in ("dot", "inspector", "residuals"))

@@ -10,13 +10,14 @@ loopback is aborted; servers die with pytest (PR_SET_PDEATHSIG) and are stopped 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
 import pytest
 
-from browser import ARTIFACTS, LOOPBACK, TOKEN, UI_TIMEOUT_MS, Server, free_port, jupyter_env, require_chromium
-from debugger_notebook import MARIMO_APP, NOTEBOOK, make_marimo_app, make_notebook
+from browser import ARTIFACTS, LOOPBACK, ROOT, TOKEN, UI_TIMEOUT_MS, Server, free_port, jupyter_env, require_chromium
+from debugger_notebook import FORWARD_NOTEBOOK, MARIMO_APP, NOTEBOOK, make_marimo_app, make_notebook
 
 @pytest.fixture(scope="session")
 def notebook_dir(tmp_path_factory) -> Path:
@@ -40,6 +41,7 @@ def jupyter_server(tmp_path_factory, app: str, *extra: str) -> Server:
     require_chromium()
     root = tmp_path_factory.mktemp(f"nbroot-{app}")
     make_notebook(root / NOTEBOOK)
+    make_notebook(root / FORWARD_NOTEBOOK, forward=True)
     home = tmp_path_factory.mktemp(f"jupyter-home-{app}")
     port = free_port()
     argv = [sys.executable, "-m", app, "--no-browser", "--allow-root", "--ip=127.0.0.1", f"--port={port}",
@@ -48,10 +50,17 @@ def jupyter_server(tmp_path_factory, app: str, *extra: str) -> Server:
     return Server(argv, root, jupyter_env(home), port, home / f"{app}.log", "/api/status").start()
 
 
+# the settings folder a wheel of tapeviz installs as {sys.prefix}/share/jupyter/lab/settings
+# (pyproject's data-files; an editable install skips data files: setuptools issue #3399)
+LAB_SETTINGS = ROOT / "share" / "jupyter" / "lab" / "settings"
+
+
 @pytest.fixture(scope="session")
 def lab_server(tmp_path_factory):
+    """JupyterLab with the settings tapeviz installs (its default: save widget state)."""
     server = jupyter_server(tmp_path_factory, "jupyterlab",
-                            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate")
+                            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+                            f"--LabApp.app_settings_dir={LAB_SETTINGS}")
     yield server
     server.stop()
 
@@ -106,11 +115,16 @@ def voila_server(tmp_path_factory, notebook_dir):
     server.stop()
 
 
+ELSEWHERE = re.compile(r"^(?!" + LOOPBACK.pattern.removeprefix("^") + "|data:|blob:)")   # every URL but these
+
+
 def new_page(browser):
     """A page in a fresh context that may only reach loopback; uncaught JS errors collected."""
     context = browser.new_context(viewport={"width": 1400, "height": 900})
-    context.route(lambda url: not (LOOPBACK.match(url) or url.startswith(("data:", "blob:"))),
-                  lambda route: route.abort())
+    # a pattern, not a Python predicate: the browser then intercepts only what it aborts, and
+    # loopback requests never wait for the test's thread (a predicate holds every request of the
+    # page until the test next calls Playwright, which slows Lab into races a user never sees)
+    context.route(ELSEWHERE, lambda route: route.abort())
     pg = context.new_page()
     pg.set_default_timeout(UI_TIMEOUT_MS)
     pg.js_errors = []

@@ -4,7 +4,8 @@ bug would), with a parameter named by a hostile dict key to prove every label is
 
 ``python tests/e2e/debugger_notebook.py OUT.ipynb`` writes it; the fixtures write it into a
 throw-away folder for each run, and the same program as a marimo app (``make_marimo_app``),
-where the cell shows ``mo.ui.anywidget(dbg)``.
+where the cell shows ``mo.ui.anywidget(dbg)``. ``FORWARD_NOTEBOOK`` holds the forward-mode
+view (``tapeviz.debug_jvp``) of the same wrong rule.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 HOSTILE = '<b>&"x{|}'
 NOTEBOOK = "debugger_demo.ipynb"
+FORWARD_NOTEBOOK = "debugger_forward.ipynb"
 MARIMO_APP = "debugger_demo.py"
 
 CELL = r'''
@@ -43,11 +45,32 @@ dbg
 '''.strip().replace("HOSTILE_REPR", repr(HOSTILE))
 
 
-def make_notebook(path) -> Path:
+FORWARD_CELL = r'''
+import numpy as np
+import ad
+import tapeviz
+
+
+def f(x, W):
+    return np.sum(np.tanh(W @ np.sin(x)) * x)
+
+
+def tanh_wrong_sign(x):
+    y = np.tanh(x)
+    return y, lambda dy: (-dy * (1 - y * y),)
+
+
+with ad.using_rule(np.tanh, tanh_wrong_sign):
+    dbg = tapeviz.debug_jvp(f, (np.linspace(-1, 1, 3), np.eye(3)), (np.ones(3), None))
+dbg
+'''.strip()
+
+
+def make_notebook(path, forward: bool = False) -> Path:
     nb = new_notebook(
         cells=[new_markdown_cell("# Debugging an MLP whose tanh rule has the wrong sign\n\n"
                                  "Step with *next*, press *run checks* to find the culprit."),
-               new_code_cell(CELL)],
+               new_code_cell(FORWARD_CELL if forward else CELL)],
         metadata={"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)",
                                  "language": "python"},
                   "language_info": {"name": "python"}})

@@ -29,6 +29,7 @@ def step_select_zoom_check(pg, root, artifacts, name: str, renderer: str = "wasm
     for k in (1, 2, 3):
         root.locator("button.tv-next").click()
         expect(phase).to_have_attribute("data-step", str(k))
+    expect(phase).to_have_attribute("data-confirmed", "true")     # the kernel's answer came
     expect(phase.locator(".tv-phase-text")).to_have_text(re.compile(r"^forward, step 4 of \d+: \S+"))
     expect(pane).to_have_attribute("data-step", "3")
     expect(pane).to_have_attribute("data-renderer", renderer)

@@ -1,10 +1,14 @@
 """The debugger inside the real JupyterLab frontend: open the notebook, Run All Cells, then the
-shared scenario (step, select by clicking, zoom, checks); the same under a strict
-Content-Security-Policy, where clicks still work and the kernel draws the graph; and notebooks
-reopened with no live widget, which show the saved view or the static snapshot."""
+shared scenario (step, select by clicking, zoom, checks); the forward-mode view; the same under a
+strict Content-Security-Policy, where clicks still work and the kernel draws the graph; and
+notebooks reopened with no live widget, which show the saved view or the static snapshot: one
+saved by Lab itself (the settings tapeviz installs make Lab save widget state), its kernel shut
+down, and ones executed headless."""
+import json
 import re
 import subprocess
 import sys
+import time
 
 import nbformat
 import pytest
@@ -12,8 +16,10 @@ from nbclient import NotebookClient
 from playwright.sync_api import expect
 
 from browser import ROOT
-from debugger_notebook import NOTEBOOK, make_notebook
-from scenario import KERNEL_TIMEOUT_MS, step_select_zoom_check
+from debugger_notebook import FORWARD_NOTEBOOK, NOTEBOOK, make_notebook
+from scenario import KERNEL_TIMEOUT_MS, rendered, step_select_zoom_check, view_errors
+
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 
 pytestmark = pytest.mark.browser
 
@@ -27,9 +33,13 @@ def open_notebook(page, server, name, path="lab/tree"):
     return page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")   # Lab reopens earlier tabs too
 
 
+def menu(page, name: str, item: str):
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(f"^{name}$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(f"^{item}$")).click()
+
+
 def run_all_cells(page):
-    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
-    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+    menu(page, "Run", "Run All Cells")
 
 
 def test_lab(lab_server, page, artifacts):
@@ -102,3 +112,91 @@ def test_a_reopened_untrusted_notebook_shows_the_snapshot(saved_notebooks, page,
     expect(panel).not_to_contain_text("Error displaying widget")
     expect(panel).not_to_contain_text(".tv-root{")                       # no stylesheet as text
     page.screenshot(path=str(artifacts / "debugger_lab_reopened_snapshot.png"))
+
+
+def test_lab_forward_view(lab_server, page, artifacts):
+    """``tapeviz.debug_jvp`` with tanh's rule of the wrong sign: step into the pushforward
+    blocks, select a value beside its tangent, compare its closure and lifted pushforwards, run
+    the checks (forward mode against finite differences fails, at tanh)."""
+    panel = open_notebook(page, lab_server, FORWARD_NOTEBOOK)
+    run_all_cells(page)
+    root = panel.locator(".jp-OutputArea-output .tv-root")
+    phase = root.locator(".tv-phase")
+    expect(phase).to_have_attribute("data-step", "0", timeout=KERNEL_TIMEOUT_MS)
+    expect(root.locator(".tv-graph-pane")).to_have_attribute("data-step", "0", timeout=KERNEL_TIMEOUT_MS)
+    legend = root.locator(".tv-legend")
+    expect(legend).to_contain_text("tangent value (forward mode)")
+    expect(legend).not_to_contain_text("cotangent")
+    expect(root.locator("button.tv-by-pullback")).to_have_text("by pushforward")
+    for k in range(1, 8):
+        root.locator("button.tv-next").click()
+        expect(phase).to_have_attribute("data-step", str(k))
+    expect(phase.locator(".tv-phase-text")).to_have_text(
+        re.compile(r"^tangent, step 8 of 10: pushforward of %4 \(tanh\)"))
+    expect(root.locator(".tv-listing td.tv-backward .tv-eq.tv-current").first).to_be_visible()
+    root.locator('.tv-listing td.tv-forward .tv-var[data-var="%4"]').first.click()
+    expect(phase).to_have_attribute("data-selected", "%4")
+    expect(root.locator('.tv-value .tv-card[data-role="tangent"]')).to_contain_text("tangent value")
+
+    root.locator("button.tv-closure").click()
+    closure = root.locator('.tv-closure-panel[data-mode="forward"]')
+    expect(closure).to_have_attribute("data-instance", "%4")
+    expect(closure).to_have_attribute("data-ok", "true")          # both push through the same wrong rule
+    expect(closure).to_contain_text("closure and lifted agree")
+
+    root.locator("button.tv-check").click()
+    expect(root.locator(".tv-check-summary [data-ok]")).to_have_attribute("data-ok", "false",
+                                                                         timeout=KERNEL_TIMEOUT_MS)
+    expect(phase).to_have_attribute("data-checks", "fail")
+    expect(phase.locator(".tv-phase-text")).to_contain_text("pushforward of %4 (tanh)")
+    expect(root.locator(".tv-alert.tv-alert-fail", has_text="program.jvp")).to_have_count(1)
+    expect(root.locator(".tv-backward .tv-badge.tv-fail").first).to_be_visible()
+    root.scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts / "debugger_lab_forward.png"))
+    assert not view_errors(page), view_errors(page)
+
+
+def until(page, condition, what: str, seconds: float = 60):
+    """Poll a condition outside the page (a file on disk, the server's REST API), waiting with
+    the page's clock (Playwright serves the page's events meanwhile)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        page.wait_for_timeout(250)
+
+
+def test_a_notebook_saved_in_lab_reopens_with_the_debugger(lab_server, page, artifacts):
+    """Run the cell, step once, save with Lab's menu: the settings tapeviz installs make Lab embed
+    the widget state; shut the kernel down and load Lab afresh (no widget model in memory, a new
+    kernel that never ran the cell): the debugger is there at the saved step, from the embedded
+    state, not Lab's "Error displaying widget: model not found"."""
+    name = "saved_in_lab.ipynb"
+    path = make_notebook(lab_server.cwd / name)
+    panel = open_notebook(page, lab_server, name)
+    run_all_cells(page)
+    root = panel.locator(".jp-OutputArea-output .tv-root")
+    rendered(root)
+    root.locator("button.tv-next").click()
+    expect(root.locator(".tv-phase")).to_have_attribute("data-step", "1")
+    expect(root.locator(".tv-phase")).to_have_attribute("data-confirmed", "true")
+    menu(page, "File", "Save Notebook")
+
+    def saved_state():
+        state = json.loads(path.read_text()).get("metadata", {}).get("widgets", {}).get(WIDGET_STATE, {})
+        frames = [m["state"].get("_frame") for m in state.get("state", {}).values()]
+        return any(f and f["step"]["index"] == 1 for f in frames)
+    until(page, saved_state, "Lab to save the widget state at step 2")
+    menu(page, "Kernel", "Shut Down Kernel")
+    accept = page.locator(".jp-Dialog .jp-mod-accept")
+    if accept.count():
+        accept.click()
+    until(page, lambda: page.request.get(lab_server.url("/api/kernels")).json() == [], "the kernel to shut down")
+
+    panel = open_notebook(page, lab_server, name)                 # Lab loaded afresh
+    root = panel.locator(".jp-OutputArea-output .tv-root")
+    expect(root.locator(".tv-phase")).to_have_attribute("data-step", "1", timeout=60_000)
+    expect(root.locator(".tv-phase .tv-phase-text")).to_have_text(re.compile(r"^forward, step 2 of \d+"))
+    expect(root.locator(".tv-forward .tv-eq.tv-current")).to_have_count(1)
+    expect(root.locator(".tv-status")).to_contain_text("no kernel has answered")
+    expect(panel).not_to_contain_text("Error displaying widget")
+    page.screenshot(path=str(artifacts / "debugger_lab_saved_in_lab.png"))

@@ -14,8 +14,8 @@
    A click need not wait for the kernel: the view keeps the steps around the cursor, sent ahead
    by Python ({action: "ahead"}, a bounded cache per context: granularity, selection, checks) with
    their drawings laid out in the worker meanwhile, and repaints a step it has at once from them
-   (a *guess*). Every action carries a number (seq) that the kernel's frame echoes: frames older
-   than the last action are skipped, and the kernel's answer replaces the guess (the same markup:
+   (a *guess*). Every action carries the view's name and a number (seq) that the kernel's frame
+   echoes: frames answering an older action of this view are skipped, and the kernel's answer replaces the guess (the same markup:
    nothing moves). Python stays the model. Listeners only, never inline handlers:
    the view works under a Content-Security-Policy without 'unsafe-inline'. Tape strings reach the
    DOM as text, or inside Python's escaped HTML. */
@@ -479,7 +479,8 @@ class View {
     this.onMessage = (msg) => this.answer(msg);
     this.onChange = {};
     this.dirty = new Set();
-    this.seq = 0;                  // the last action sent; frames echo it
+    this.seq = 0;                  // the last action this view sent; frames echo it and the view's name
+    this.name = Math.random().toString(36).slice(2);
     this.guessed = null;           // the traits of a step painted ahead of the kernel's answer
     this.skipped = false;          // frames older than the last action were not painted
     this.ahead = new Map();        // `${context}#${index}` -> a step sent ahead
@@ -510,7 +511,7 @@ class View {
     let dirty = this.dirty;
     this.dirty = new Set();
     const frame = this.model.get("_frame");
-    if (frame && (frame.seq ?? this.seq) < this.seq) {     // a newer action's answer is coming
+    if (frame && frame.by === this.name && frame.seq < this.seq) {   // a newer action's answer is coming
       this.skipped = true;
       return;
     }
@@ -555,7 +556,7 @@ class View {
       return;
     }
     this.seq += 1;
-    this.model.send({ ...msg, seq: this.seq });
+    this.model.send({ ...msg, seq: this.seq, view: this.name });
   }
 
   /* A step (first, prev, next, last, or the slider's index): painted at once when it was sent
