@@ -137,9 +137,9 @@ def test_forgetting_the_projection_is_equivalent():
 
 
 def test_a_sample_of_the_registry_is_caught():
-    report = mutants.run(["sin", "matmul", "maximum", "max_unpool", "fmod"])
+    report = mutants.run(["sin", "matmul", "max_unpool", "fmod"])
     assert report.score == 1.0 and not report.survivors and not report.baseline
-    assert set(report.by_primitive()) == {"sin", "matmul", "maximum", "max_unpool", "fmod"}
+    assert set(report.by_primitive()) == {"sin", "matmul", "max_unpool", "fmod"}
     # max_unpool selects by equality with x: a cotangent for x is caught by the flat-sides check
     unpool = [o for o in report.outcomes if o.primitive == "max_unpool" and o.operator == "identity"
               and o.status == "caught" and "operand 1" in o.site]
