@@ -44,15 +44,25 @@ class CacheInfo:
 
 def signature(leaves) -> tuple:
     """What a traced tape depends on besides guarded values: shapes, dtypes, static leaves."""
-    out = []
-    for x in leaves:
-        if isinstance(x, np.ndarray):
-            out.append((x.shape, x.dtype))
-        elif pytree.is_traceable_leaf(x):
-            out.append((np.shape(x), np.result_type(x.value if isinstance(x, Tracer) else x)))
-        else:
-            out.append((type(x), x))
-    return tuple(out)
+    return tuple(map(_leaf_signature, leaves))
+
+
+_PYTHON_SCALARS = {float: ((), np.dtype(np.float64)), complex: ((), np.dtype(np.complex128))}
+
+
+def _leaf_signature(x) -> tuple:
+    """(shape, dtype) of a traced leaf, (type, value) of a static one; arrays and scalars
+    first, they are checked on every call."""
+    if type(x) is np.ndarray:
+        return x.shape, x.dtype
+    key = _PYTHON_SCALARS.get(type(x))
+    if key is not None:
+        return key
+    if isinstance(x, np.generic):
+        return (), x.dtype
+    if pytree.is_traceable_leaf(x):
+        return np.shape(x), np.result_type(x.value if isinstance(x, Tracer) else x)
+    return type(x), x
 
 
 class TapeCache:
@@ -83,8 +93,9 @@ class TapeCache:
                                                 f"{exc.expected!r}, got {exc.got!r}"])[-5:]
                 continue
             self.hits += 1
-            entries.remove(entry)
-            entries.insert(0, entry)
+            if entries[0] is not entry:
+                entries.remove(entry)
+                entries.insert(0, entry)
             return out
         entry = Entry(new_tape(args))
         self.traces += 1

@@ -15,15 +15,19 @@ import numpy as np
 from . import pytree
 from .backward import GradTape
 from .core_prims import check_guard
+from .errors import GuardError
 from .dispatch import public_name
 from .tape import Tape, Var, format_eqn, gc_paused
 
 
 class _Namespace:
-    """Names for the constants and functions the generated code needs."""
+    """Names for the constants and functions the generated code needs; ``scalar``: the code is
+    the scalar specialisation (Python floats, ``math``)."""
 
-    def __init__(self):
-        self.globals = {"np": np}
+    def __init__(self, scalar: bool = False):
+        self.globals = {"np": np, "math": math} if scalar else {"np": np}
+        self.scalar = scalar
+        self.names: dict[Var, str] = {}      # scalar code's reused names (default: v7 for %7)
         self._ids: dict = {}
 
     def bind(self, value, stem: str, numbered: bool = True) -> str:
@@ -91,8 +95,10 @@ def _short_float(x: float) -> str:
 
 def _operand_src(x, ns) -> str:
     if type(x) is Var:
-        return f"v{x.n}"
+        return ns.names[x] if ns.names else f"v{x.n}"
     v = x.value
+    if ns.scalar and np.ndim(v) == 0 and np.result_type(v) in SCALAR_DTYPES:
+        v = np.asarray(v).item()         # the same number as a Python float (or bool)
     if isinstance(v, np.ndarray):
         return ns.bind(v, "c")
     return _value_src(v, ns)
@@ -117,12 +123,13 @@ def _function_path(f, ns: _Namespace) -> str | None:
 
 
 def eqn_source(e, ns: _Namespace) -> str:
-    """The right-hand side of one equation, as its primitive's ``spelling`` says: a format
+    """The right-hand side of one equation, as its primitive's ``spelling`` (``scalar_spelling``
+    in scalar code) says: a format
     string over the operand and param sources, a function of the operand sources and the
     params, or by default a call of the numpy function (else of the impl) with the params as
     keywords."""
     args = [_operand_src(x, ns) for x in e.inputs]
-    spelling = e.prim.spelling
+    spelling = e.prim.scalar_spelling if ns.scalar else e.prim.spelling
     if callable(spelling):
         return spelling(args, e.kwargs)
     if spelling is not None:
@@ -144,67 +151,160 @@ def _guard_source(e, ns: _Namespace) -> str:
     return call if isinstance(value, np.ndarray) else f"{x} == {expected} or {call}"
 
 
+SCALAR_DTYPES = frozenset(map(np.dtype, (np.float64, np.bool_)))
+
+
+def is_scalar(tape: Tape) -> bool:
+    """Can the tape be compiled to Python float arithmetic: every value 0-d float64 or bool,
+    every equation a guard or of a primitive that declares its ``scalar_spelling``?"""
+    values = list(tape.inputs) + [v for e in tape.eqns for v in e.outputs]
+    return bool(tape.eqns) and all(v.aval.shape == () and v.aval.dtype in SCALAR_DTYPES for v in values) \
+        and all(e.prim.kind == "guard" or e.prim.scalar_spelling is not None for e in tape.eqns)
+
+
 @gc_paused
-def generate(tape: Tape, name: str = "f") -> tuple[str, dict]:
-    """(source, globals) of a Python function computing the tape."""
-    ns = _Namespace()
+def generate(tape: Tape, name: str = "f", scalar: bool = False) -> tuple[str, dict]:
+    """(source, globals) of a Python function computing the tape: numpy code, or with
+    ``scalar`` (see ``is_scalar``) Python float code, whose results are numpy float64 scalars as
+    numpy's would be."""
+    ns = _Namespace(scalar)
+    last = _last_reads(tape)
     lines = [f"def {name}({', '.join(f'v{v.n}' for v in tape.inputs)}):"]
+    zero_d = [v for v in tape.inputs if v.aval.shape == ()]
+    if scalar:
+        ns.names = _registers(tape, last)
+    elif zero_d:
+        lines.append(f"    {', '.join(f'v{v.n}' for v in zero_d)} = "
+                     f"{', '.join(f'{_value_src(v.aval.dtype, ns)}(v{v.n})' for v in zero_d)}"
+                     "  # numpy scalars: numpy's arithmetic on Python floats (x / 0.0 is inf)")
     n_forward = tape.n_forward if isinstance(tape, GradTape) else len(tape.eqns)
-    dead = _dead_after(tape)
+    dead = {} if scalar else _dead_after(tape, last)
     for i, e in enumerate(tape.eqns):
         if i == 0 and n_forward:
             lines.append("    # forward")
         if i == n_forward and isinstance(tape, GradTape):
             lines.append("    # backward")
-        lhs = ", ".join(f"v{v.n}" for v in e.outputs) + ("," if len(e.outputs) == 1 and e.prim.multiple_results else "")
+        lhs = ", ".join(_operand_src(v, ns) for v in e.outputs) + \
+            ("," if len(e.outputs) == 1 and e.prim.multiple_results else "")
         rhs = eqn_source(e, ns) if e.prim.kind != "guard" else _guard_source(e, ns)
         line = f"    {lhs} = {rhs}"
+        comment = [", ".join(f"%{v.n}" for v in e.outputs)] if scalar else []
         if e.origin.kind != "primal":
-            line += f"  # {e.origin.describe()}"
+            comment.append(e.origin.describe())
+        if comment:
+            line += f"  # {': '.join(comment)}"
         lines.append(line)
         if i in dead:
             lines.append(f"    del {', '.join(f'v{v.n}' for v in dead[i])}")
-    outs = ", ".join(_operand_src(x, ns) for x in tape.outputs)
+    inputs = set(tape.inputs)
+    outs = ", ".join(_output_src(x, ns, inputs) for x in tape.outputs)
     lines.append(f"    return ({outs}{',' if len(tape.outputs) == 1 else ''})")
     return "\n".join(lines) + "\n", ns.globals
 
 
-FREE_BYTES = 1 << 16   # temporaries at least this large are deleted after their last use
+def _output_src(x, ns: _Namespace, inputs: set) -> str:
+    """An output; in scalar code a computed float as the numpy float64 numpy would give."""
+    src = _operand_src(x, ns)
+    if ns.scalar and type(x) is Var and x.aval.dtype == np.float64 and x not in inputs:
+        return f"np.float64({src})"
+    return src
 
 
-def _dead_after(tape: Tape) -> dict[int, list[Var]]:
-    """Equation index -> large temporaries last read there. Straight-line code would otherwise
-    keep every intermediate alive to the end, so each new array lands in fresh memory and pays
-    its page faults (measured: 2.7x slower on the CNN gradient of bench/bench_cnn.py)."""
+def _last_reads(tape: Tape) -> dict[Var, int]:
+    """Variable -> index of the last equation reading it (the tape's outputs: past the end)."""
     last: dict[Var, int] = {}
     for i, e in enumerate(tape.eqns):
         for x in e.inputs:
             if type(x) is Var:
                 last[x] = i
-    keep = {x for x in tape.outputs if type(x) is Var} | set(tape.inputs)
+    for x in tape.outputs:
+        if type(x) is Var:
+            last[x] = len(tape.eqns)
+    return last
+
+
+def _registers(tape: Tape, last: dict[Var, int]) -> dict[Var, str]:
+    """Names for scalar code that reuse a dead value's name (``r3 = r3 * 0.9``), as a hand-written
+    scalar gradient does: a Python frame with one local per equation, thousands of them, is slow
+    to make and keeps every float alive (measured: 1.7x slower on bench.workloads' scalar
+    workload). The tape's own names are in the comments."""
+    names = {v: f"v{v.n}" for v in tape.inputs}
+    inputs, free, n = set(tape.inputs), [], 0
+    for i, e in enumerate(tape.eqns):
+        for x in {x for x in e.inputs if type(x) is Var}:
+            if last[x] == i and x not in inputs:
+                free.append(names[x])
+        for v in e.outputs:
+            if free:
+                names[v] = free.pop()
+            else:
+                names[v], n = f"r{n}", n + 1
+        free += [names[v] for v in e.outputs if v not in last]
+    return names
+
+
+FREE_BYTES = 1 << 16   # temporaries at least this large are deleted after their last use,
+MANY = 100             # all of them in a tape of more than this many
+
+
+def _dead_after(tape: Tape, last: dict[Var, int]) -> dict[int, list[Var]]:
+    """Equation index -> temporaries to delete after their last read there. Straight-line code
+    would otherwise keep every intermediate alive to the end, so each new array lands in fresh
+    memory and pays its page faults (measured: 2.7x slower on the CNN gradient of
+    bench/bench_cnn.py), and in a long tape of small arrays misses numpy's cache of small
+    blocks (1.2x slower on bench.workloads' 240-op vector). Short tapes, the ones people read,
+    keep their small temporaries: no ``del`` line after every line."""
+    keep, end = set(tape.inputs), len(tape.eqns)
+    temporaries = [v for v, i in last.items() if i < end and v not in keep and v.aval.shape != ()]
+    least = 0 if len(temporaries) > MANY else FREE_BYTES
     dead: dict[int, list[Var]] = {}
-    for v, i in last.items():
-        if v not in keep and v.aval.size * v.aval.dtype.itemsize >= FREE_BYTES:
-            dead.setdefault(i, []).append(v)
+    for v in temporaries:
+        if v.aval.size * v.aval.dtype.itemsize >= least:
+            dead.setdefault(last[v], []).append(v)
     return dead
 
 
-class Compiled:
-    """A tape compiled to numpy source. ``.source`` is the code; calling it runs the code."""
+def _define(tape: Tape, name: str, scalar: bool):
+    source, namespace = generate(tape, name, scalar)
+    exec(compile(source, f"<ad.compile {name}>", "exec"), namespace)
+    return source, namespace[name]
 
-    def __init__(self, tape: Tape, name: str = "f"):
-        self.tape = tape
-        self.source, namespace = generate(tape, name)
-        exec(compile(self.source, f"<ad.compile {name}>", "exec"), namespace)
-        self.fn = namespace[name]
+
+class Compiled:
+    """A tape compiled to numpy source. ``.source`` is the code; calling it runs the code.
+
+    A tape of Python floats (``is_scalar``) is compiled to ``math`` and float arithmetic, 5x
+    faster than numpy on scalars (``scalar=False`` keeps numpy); where ``math`` raises on a
+    value numpy answers with inf or nan (``math.log(0.0)``, ``1.0 / 0.0``, overflow), that call
+    reruns the numpy code, so results are numpy's either way."""
+
+    numpy_fn = None          # the numpy code of a scalar specialisation, made on its first use
+
+    def __init__(self, tape: Tape, name: str = "f", scalar: bool | None = None):
+        self.tape, self.name = tape, name
+        self.scalar = is_scalar(tape) if scalar is None else scalar and is_scalar(tape)
+        self.source, self.fn = _define(tape, name, self.scalar)
 
     def __call__(self, *args, cotangents=()):
         return self.call_flat(self.tape.flatten_args(args) + list(cotangents))
 
+    def run(self, flat: list) -> tuple:
+        """The generated function on the flat inputs."""
+        if not getattr(self, "scalar", False):
+            return self.fn(*flat)
+        try:
+            return self.fn(*flat)
+        except GuardError:
+            raise
+        except (ArithmeticError, ValueError):     # math refuses what numpy answers with inf/nan
+            if self.numpy_fn is None:
+                self.numpy_fn = _define(self.tape, self.name, False)[1]
+            return self.numpy_fn(*flat)
+
     def call_flat(self, flat: list):
         """Run on the flat traced inputs; results shaped like the tape's outputs."""
         tape = self.tape
-        out = list(self.fn(*flat))
+        out = list(self.run(flat))
         if isinstance(tape, GradTape):
             return tape.split(out)
         return pytree.unflatten(tape.out_tree, out) if tape.out_tree is not None else tuple(out)
@@ -216,6 +316,7 @@ class Compiled:
         return f"```python\n{self.source}```"
 
 
-def compile_tape(tape: Tape, name: str = "f") -> Compiled:
-    """Compile a (gradient) tape to a callable with readable ``.source``."""
-    return Compiled(tape, name)
+def compile_tape(tape: Tape, name: str = "f", scalar: bool | None = None) -> Compiled:
+    """Compile a (gradient) tape to a callable with readable ``.source``; a tape of Python
+    floats to ``math`` unless ``scalar=False``."""
+    return Compiled(tape, name, scalar)

@@ -23,9 +23,10 @@ from .trace_state import Traced
 # -- elementwise -------------------------------------------------------------------------------
 
 add_p = Primitive("add", np.add, function=np.add, elementwise=True, linear_in=(0, 1),
-                  spelling="{0} + {1}", complex_rule=True, samples=(Sample((F, Y), shapes=BINARY),))
+                  spelling="{0} + {1}", scalar_spelling="{0} + {1}", complex_rule=True,
+                  samples=(Sample((F, Y), shapes=BINARY),))
 positive_p = Primitive("positive", np.positive, function=np.positive, elementwise=True, linear_in=(0,),
-                       complex_rule=True, samples=(Sample((F,)),))
+                       scalar_spelling="+{0}", complex_rule=True, samples=(Sample((F,)),))
 scalar_rule(add_p, 1, 1)
 scalar_rule(positive_p, 1)
 

@@ -66,6 +66,11 @@ class Primitive:
     spelling: how generated code calls it: a format string over ``{0}``, ``{1}``... and the
         params (``"np.matmul({0}, {1})"``), or a function ``(args, params) -> str``; by default
         ``np.<name>`` of ``function``.
+    scalar_spelling: the same for a tape of Python floats (every value a 0-d float64 or bool),
+        in ``math`` and plain Python arithmetic (``"math.sin({0})"``): ``codegen`` uses it when
+        every equation of a tape declares one. It must give numpy's value wherever it returns
+        one; where numpy answers with inf or nan and ``math`` raises (ValueError,
+        ZeroDivisionError, OverflowError) the compiled function reruns the numpy spelling.
     complex_rule: its rule is written and checked for complex operands (the convention of
         docs/architecture.md); until then a gradient through it with complex values is refused.
     checks_values: its impl returns its first operand, or raises on values it refuses (a
@@ -81,7 +86,8 @@ class Primitive:
                  linear_in: tuple[int, ...] | str = (), multilinear_in: tuple[int, ...] | str = (),
                  returns_view: Callable | None = None, write_through: Callable | None = None,
                  value_dependent_shape: bool = False, samples: tuple = (), kink: Callable | None = None,
-                 spelling: str | Callable | None = None, complex_rule: bool = False,
+                 spelling: str | Callable | None = None, scalar_spelling: str | Callable | None = None,
+                 complex_rule: bool = False,
                  checks_values: bool = False):
         if kind not in KINDS:
             raise ValueError(f"primitive kind {kind!r}; choose one of {KINDS}")
@@ -107,6 +113,7 @@ class Primitive:
         self.samples = tuple(samples)
         self.kink = kink
         self.spelling = spelling
+        self.scalar_spelling = scalar_spelling
         self.complex_rule = complex_rule
         self.checks_values = checks_values
         self.rule = None

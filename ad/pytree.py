@@ -5,8 +5,9 @@ everything else (arrays, scalars, None, strings...).
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -23,33 +24,40 @@ def flatten(tree) -> tuple[list, Any]:
 
 
 def _flatten(x, leaves):
+    if type(x) is np.ndarray or type(x) is float:        # the usual leaves first: once per call
+        leaves.append(x)
+        return LEAF
     if _is_namedtuple(x):
         return ("namedtuple", type(x), tuple(_flatten(c, leaves) for c in x))
     if isinstance(x, (tuple, list)):
-        return (type(x).__name__, tuple(_flatten(c, leaves) for c in x))
+        return (type(x).__name__, tuple([_flatten(c, leaves) for c in x]))
     if isinstance(x, dict):
         keys = tuple(x)
-        return ("dict", keys, tuple(_flatten(x[k], leaves) for k in keys))
+        return ("dict", keys, tuple([_flatten(x[k], leaves) for k in keys]))
     leaves.append(x)
     return LEAF
 
 
 def unflatten(structure, leaves):
-    it = iter(leaves)
-    out = _unflatten(structure, it)
-    return out
+    return _builder(structure)(iter(leaves))
 
 
-def _unflatten(s, it):
+@functools.lru_cache(maxsize=1024)
+def _builder(s) -> Callable[[Iterator], Any]:
+    """A function taking a structure's leaves from an iterator and building it; made once per
+    structure (``ad.grad`` unflattens its gradients on every call)."""
     if s == LEAF:
-        return next(it)
-    kind = s[0]
+        return next
+    kind, parts = s[0], tuple(map(_builder, s[-1]))
     if kind == "namedtuple":
-        return s[1](*(_unflatten(c, it) for c in s[2]))
+        cls = s[1]
+        return lambda it: cls(*[b(it) for b in parts])
     if kind == "dict":
-        return {k: _unflatten(c, it) for k, c in zip(s[1], s[2])}
-    children = [_unflatten(c, it) for c in s[1]]
-    return tuple(children) if kind == "tuple" else children
+        keys = s[1]
+        return lambda it: {k: b(it) for k, b in zip(keys, parts)}
+    if kind == "tuple":
+        return lambda it: tuple([b(it) for b in parts])
+    return lambda it: [b(it) for b in parts]
 
 
 def leaf_paths(structure, prefix: str = "") -> list[str]:
@@ -95,6 +103,8 @@ class InTree:
         return tuple(p for p, t in zip(self.paths, self.traced) if t)
 
     def select_traced(self, leaves: list) -> list:
+        if not self.static:
+            return leaves
         static = [x for x, t in zip(leaves, self.traced) if not t]
         for path, old, new in zip([p for p, t in zip(self.paths, self.traced) if not t], self.static, static):
             if not _same_static(old, new):

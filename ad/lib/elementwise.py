@@ -34,6 +34,33 @@ OPERATORS = {np.subtract: "{0} - {1}", np.multiply: "{0} * {1}", np.true_divide:
              np.negative: "-{0}", np.less: "{0} < {1}", np.less_equal: "{0} <= {1}",
              np.greater: "{0} > {1}", np.greater_equal: "{0} >= {1}", np.equal: "{0} == {1}",
              np.not_equal: "{0} != {1}"}
+# How compiled code spells them on Python floats (ad.codegen's scalar specialisation): ``math``
+# and plain arithmetic, numpy's value wherever these return one; where numpy says inf or nan
+# they raise (1.0 / 0.0, math.log(0.0), overflow) and the compiled function reruns in numpy.
+# ``**`` is math.pow: Python's is complex for a negative base. maximum and minimum propagate nan
+# and return the second operand on ties (numpy's signed zeros).
+SCALAR_SPELLINGS = {
+    np.subtract: "{0} - {1}", np.multiply: "{0} * {1}", np.true_divide: "{0} / {1}",
+    np.floor_divide: "{0} // {1}", np.remainder: "{0} % {1}",
+    np.power: "(math.pow({0}, {1}) if {0} > -math.inf else np.power({0}, {1}))",   # (-inf)**0.5 is nan
+    np.negative: "-{0}", np.square: "{0} * {0}", np.reciprocal: "1.0 / {0}",
+    np.absolute: "abs({0})", np.fabs: "abs({0})", np.copysign: "math.copysign({0}, {1})",
+    np.maximum: "({0} if {0} > {1} or {0} != {0} else {1})",
+    np.minimum: "({0} if {0} < {1} or {0} != {0} else {1})",
+    np.fmax: "({0} if {0} >= {1} or {1} != {1} else {1})",
+    np.fmin: "({0} if {0} <= {1} or {1} != {1} else {1})",
+    np.less: "{0} < {1}", np.less_equal: "{0} <= {1}", np.greater: "{0} > {1}",
+    np.greater_equal: "{0} >= {1}", np.equal: "{0} == {1}", np.not_equal: "{0} != {1}",
+    np.isnan: "{0} != {0}", np.isfinite: "math.isfinite({0})",
+    np.sign: "(1.0 if {0} > 0 else -1.0 if {0} < 0 else 0.0 if {0} == 0 else {0})",   # sign(-0.0) is 0.0
+    **{uf: f"math.{name}({{0}})" for uf, name in (
+        (np.sin, "sin"), (np.cos, "cos"), (np.tan, "tan"), (np.arcsin, "asin"), (np.arccos, "acos"),
+        (np.arctan, "atan"), (np.sinh, "sinh"), (np.cosh, "cosh"), (np.tanh, "tanh"),
+        (np.arcsinh, "asinh"), (np.arccosh, "acosh"), (np.arctanh, "atanh"), (np.exp, "exp"),
+        (np.exp2, "exp2"), (np.expm1, "expm1"), (np.log, "log"), (np.log2, "log2"),
+        (np.log10, "log10"), (np.log1p, "log1p"), (np.sqrt, "sqrt"), (np.cbrt, "cbrt"))},
+    np.arctan2: "math.atan2({0}, {1})", np.hypot: "math.hypot({0}, {1})",
+}
 # The operands a ufunc is linear in: jointly (a difference), or each alone given the other (a
 # product: MULTILINEAR_IN).
 LINEAR_IN = {np.subtract: (0, 1), np.true_divide: (0,), np.negative: (0,), np.conjugate: (0,),
@@ -130,7 +157,8 @@ def _ufunc_primitive(uf: np.ufunc) -> Primitive:
     prim = BY_FUNCTION.get(uf) or Primitive(uf.__name__, uf, function=uf, multiple_results=uf.nout > 1,
                                             elementwise=True, linear_in=LINEAR_IN.get(uf, ()),
                                             multilinear_in=MULTILINEAR_IN.get(uf, ()),
-                                            spelling=OPERATORS.get(uf), samples=SAMPLES[uf],
+                                            spelling=OPERATORS.get(uf), scalar_spelling=SCALAR_SPELLINGS.get(uf),
+                                            samples=SAMPLES[uf],
                                             kink=KINKS.get(uf), complex_rule=uf in COMPLEX)
     UFUNCS[uf] = prim
     return prim
@@ -327,7 +355,8 @@ def _divmod_rule(a, b):
 # -- where, clip -------------------------------------------------------------------------
 
 where_p = Primitive("where", np.where, function=np.where, elementwise=True, linear_in=(1, 2),
-                    complex_rule=True, samples=(Sample((In(kind="bool"), F, Y), shapes=BINARY),))
+                    scalar_spelling="({1} if {0} else {2})", complex_rule=True,
+                    samples=(Sample((In(kind="bool"), F, Y), shapes=BINARY),))
 
 
 @implements(np.where)
