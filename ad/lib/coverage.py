@@ -207,8 +207,8 @@ LINEAR_TITLES = {
     "refused": "Not linear; forward mode refuses them (jvp, linearize and jacfwd raise, naming the rule)",
     "no tangent": "Not linear; no tangent flows through them (not differentiable: integer or boolean "
                   "results, guards, random draws)",
-    "unsampled": "Not linear; no samples: the machinery's primitives and those only rules' pullbacks "
-                 "record",
+    "machinery": "Not linear; the machinery's own primitives (no samples: they run a rule or a pullback "
+                 "as a closure)",
 }
 
 
@@ -247,14 +247,21 @@ def _pushforward_kinds(prim) -> list[tuple[str, str | None]]:
     return kinds
 
 
+def library() -> dict[str, object]:
+    """The library's primitives, by name: the registered ones with samples (as the library check
+    reads them), and the machinery's opaque ones. Users' own primitives (and tests') declare no
+    samples; neither do two that only pullbacks record, odeint_adjoint and elliprd."""
+    return {name: p for name, p in sorted(REGISTRY.items()) if p.samples or p.kind == "opaque"}
+
+
 def linear_classes() -> dict[str, dict[str, str]]:
-    """{class: {primitive name: detail}}, every registered primitive in exactly one class of
-    ``LINEAR_TITLES``; the detail is the declaration, or why a pushforward fell back or was
+    """{class: {primitive name: detail}}, every primitive of ``library()`` in exactly one class
+    of ``LINEAR_TITLES``; the detail is the declaration, or why a pushforward fell back or was
     refused."""
     classes: dict[str, dict[str, str]] = {cls: {} for cls in LINEAR_TITLES}
-    for name, prim in sorted(REGISTRY.items()):
+    for name, prim in library().items():
         if not prim.samples:
-            cls, detail = "unsampled", _unsampled(prim)
+            cls, detail = "machinery", (prim.__doc__ or "").strip()
         elif prim.linear is not None:
             cls, detail = "linear", _declaration(prim)
         elif prim.frule is not None:
@@ -270,14 +277,6 @@ def linear_classes() -> dict[str, dict[str, str]]:
     return classes
 
 
-def _unsampled(prim) -> str:
-    """What a primitive without samples is (its own doc; a numpy or scipy function's is its
-    signature), and that it has no rule."""
-    doc = (prim.__doc__ or "").strip() if prim.function is None else ""
-    return " ".join(filter(None, [doc, "No rule: a gradient or pushforward through it refuses."
-                                  if prim.rule is None else ""]))
-
-
 def linear_markdown() -> str:
     """docs/coverage.md's section on linearity and forward mode."""
     lines = []
@@ -285,7 +284,7 @@ def linear_markdown() -> str:
         lines += [f"#### {LINEAR_TITLES[cls]} ({len(members)})", ""]
         if cls == "linear":
             lines.append(", ".join(f"`{n}` ({d})" for n, d in members.items()) or "(none)")
-        elif cls in ("vjp", "refused", "unsampled") and members:
+        elif cls in ("vjp", "refused", "machinery") and members:
             lines += ["| primitive | why |", "| --- | --- |"]
             lines += [f"| `{n}` | {_cell(d)} |" for n, d in members.items()]
         else:
