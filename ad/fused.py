@@ -99,15 +99,23 @@ def compile(tape: Tape, name: str = "f", backend: str = "numpy", **options) -> C
 
 def _index(shape: tuple, loop: tuple) -> str | None:
     """How a loop over ``loop``-shaped values reads an operand of ``shape`` (C, flat index
-    ``i``), or None if broadcasting it needs more than one index."""
-    size = math.prod(shape)
+    ``i``): ``i``, ``0`` (one element), ``i % m`` (a trailing block: a bias), ``i / m`` (constant
+    along the trailing axes: ``x - np.max(x, axis=1, keepdims=True)``), ``i / m % k`` (a middle
+    block: a per-channel bias); None if it broadcasts any other way."""
     if shape == loop:
         return "i"
-    if size == 1:
+    if math.prod(shape) == 1:
         return "0"
-    while shape and shape[0] == 1:
-        shape = shape[1:]
-    return f"i % {size}" if loop[len(loop) - len(shape):] == shape else None
+    if len(shape) > len(loop):
+        return None
+    aligned = (1,) * (len(loop) - len(shape)) + tuple(shape)
+    kept = [k for k, (a, n) in enumerate(zip(aligned, loop)) if a != 1]
+    first, last = kept[0], kept[-1] + 1
+    if any(aligned[k] != loop[k] for k in range(first, last)):
+        return None
+    inner, block = math.prod(loop[last:]), math.prod(loop[first:last])
+    index = f"i / {inner}" if inner > 1 else "i"
+    return index if first == 0 or all(n == 1 for n in loop[:first]) else f"{index} % {block}"
 
 
 def _scalar(x) -> bool:

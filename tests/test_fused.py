@@ -4,8 +4,9 @@ the shapes a loop broadcasts, sums that end a loop, a matmul between loops) give
 the same results to rounding; the loops follow numpy at NaN, inf and zero; what cannot be fused
 stays a numpy line; bad arguments and a missing compiler are refused by name.
 
-Cost (CPU): tracing the spec table ~8 s, one C compiler run at -O0 for its 2,161 loops ~4 s, one
-run at -O2 per generated program (20, ~0.15 s each), ~16 s in all."""
+Cost: ~29 s of CPU for the file (1,681 tests; ~1.5-2 min of wall time on the loaded 2-core
+machine): collecting and tracing the spec table ~18 s, one C compiler run at -O0 for its 2,161
+loops ~4 s, one at -O2 per generated program (20) ~3 s."""
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -92,6 +93,8 @@ STEPS = {   # name -> (arity, fn): smooth, safe domains built in
     "sigmoid": (1, ad.nn.sigmoid), "relu": (1, ad.nn.relu), "f32_round_trip": (1, lambda x: x.astype(np.float32) * 1.0),
     "sum_back": (1, lambda x: x - np.sum(x) / 16.0), "matmul": (1, lambda x: x @ W if np.shape(x)[-1:] == (4,) else x),
     "row": (1, lambda x: x[0]), "corner": (1, lambda x: x[(slice(1),) * np.ndim(x)]),
+    "column": (1, lambda x: x[:, 1:2] if np.ndim(x) == 2 else x),
+    "softmax": (1, lambda x: np.exp(x - np.max(x, axis=-1, keepdims=True)) / np.sum(np.exp(x), axis=-1, keepdims=True)),
 }
 NAMES = sorted(STEPS)
 
@@ -111,7 +114,8 @@ def _program(steps):
        st.integers(0, 2**16))
 def test_generated_programs_agree_with_the_numpy_backend(steps, seed):
     """On a (4, 4) matrix and a (4,) vector: elementwise steps broadcast the vector (read with
-    ``i % 4``), rows and corners make loops over other shapes (a 1x1 corner is read with ``0``)."""
+    ``i % 4``) and columns (``i / 4``), rows and corners make loops over other shapes (a 1x1
+    corner is read with ``0``), reductions along an axis are numpy lines between loops."""
     rng = np.random.default_rng(seed)
     x0, x1 = rng.standard_normal((4, 4)), rng.standard_normal(4)
     tape = ad.optimize(ad.grad_tape(_program(steps), x0, x1, argnums=(0, 1)))
@@ -177,13 +181,18 @@ def test_one_loop_for_an_elementwise_gradient_and_numpy_for_blas():
 
 
 def test_a_loop_reads_broadcast_operands_by_index():
-    """A row vector against a matrix is read with ``i % 4``, a 1x1 with ``0``, one loop."""
-    def f(x, r, c):
-        return np.tanh(x * r + c) * r
-    x, r, c = np.ones((3, 4)), np.arange(4.0), np.full((1, 1), 0.5)
-    compiled = ad.compile(ad.trace(f, x, r, c), backend="fused")
-    assert "double v1 = p1[i % 4];" in compiled.kernel_source and "double v2 = p2[0];" in compiled.kernel_source
-    np.testing.assert_allclose(compiled(x, r, c), f(x, r, c), rtol=1e-15)
+    """Against a (2, 3, 4) loop: a row is read with ``i % 4``, a column with ``i / 4``, a middle
+    block with ``i / 4 % 3``, a 1x1 with ``0`` once; all in one loop."""
+    def f(x, r, col, mid, c):
+        return np.tanh(x * r + c) * r - col + mid
+    args = (np.ones((2, 3, 4)), np.arange(4.0), np.arange(6.0).reshape(2, 3, 1), np.arange(3.0).reshape(3, 1),
+            np.full((1, 1), 0.5))
+    compiled = ad.compile(ad.trace(f, *args), backend="fused")
+    src = compiled.kernel_source
+    assert len(compiled.kernels) == 1
+    for read in ("p1[i % 4]", "p2[i / 4]", "p3[i / 4 % 3]", "double v4 = p4[0];"):
+        assert read in src, read
+    np.testing.assert_allclose(compiled(*args), f(*args), rtol=1e-15)
 
 
 def test_operands_in_another_memory_order_run_as_numpy_lines():
