@@ -16,6 +16,7 @@ lift and differentiate again:
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -30,6 +31,7 @@ from .windows import batch_first, batch_last, crop, offsets, padded_shape
 PARAMS = ("window", "stride", "padding", "dilation")
 
 
+@functools.lru_cache(maxsize=512)
 def _windows(shape, window, stride, padding, dilation):
     return offsets(window, stride, dilation, out_shape(shape[2:], window, stride, padding, dilation))
 
@@ -38,7 +40,7 @@ def _max_pool(x, *, window, stride, padding, dilation):
     padded = batch_last(x, padding, -np.inf)
     y = None
     for _, w in _windows(np.shape(x), window, stride, padding, dilation):
-        view = padded[(slice(None),) + w]
+        view = padded[w]
         y = view.copy() if y is None else np.maximum(y, view, out=y)
     return batch_first(y)
 
@@ -50,7 +52,7 @@ def _first_maxima(x, y, window, stride, padding, dilation):
     windows = _windows(np.shape(x), window, stride, padding, dilation)
     unclaimed = None
     for k, (_, w) in enumerate(windows):
-        hit = np.equal(padded[(slice(None),) + w], target)
+        hit = np.equal(padded[w], target)
         if unclaimed is None:
             unclaimed = ~hit
         else:
@@ -70,7 +72,7 @@ def _max_unpool(dy, x, y, *, window, stride, padding, dilation):
     padded = np.zeros(padded_shape(np.shape(x), padding), dtype=np.result_type(dy))
     disjoint = _disjoint(window, stride, padding, dilation)
     for w, hit in _first_maxima(x, y, window, stride, padding, dilation):
-        target = padded[(slice(None),) + w]
+        target = padded[w]
         if disjoint:
             np.multiply(dy_t, hit, out=target)
         else:
@@ -82,7 +84,7 @@ def _max_select(dx, x, y, *, window, stride, padding, dilation):
     dx_t = batch_last(dx, padding)
     out = np.zeros(np.shape(y)[1:] + np.shape(y)[:1], dtype=np.result_type(dx))
     for w, hit in _first_maxima(x, y, window, stride, padding, dilation):
-        out += dx_t[(slice(None),) + w] * hit
+        out += dx_t[w] * hit
     return batch_first(out)
 
 
@@ -90,7 +92,7 @@ def _mean_pool(x, *, window, stride, padding, dilation):
     padded = batch_last(x, padding)
     total = None
     for _, w in _windows(np.shape(x), window, stride, padding, dilation):
-        view = padded[(slice(None),) + w]
+        view = padded[w]
         total = view.copy() if total is None else np.add(total, view, out=total)
     return batch_first(total * np.asarray(1 / math.prod(window), dtype=total.dtype))
 
@@ -99,7 +101,7 @@ def _mean_unpool(dy, *, shape, window, stride, padding, dilation):
     share = batch_last(dy) * np.asarray(1 / math.prod(window), dtype=np.result_type(dy))
     padded = np.zeros(padded_shape(shape, padding), dtype=share.dtype)
     for _, w in _windows(shape, window, stride, padding, dilation):
-        padded[(slice(None),) + w] += share
+        padded[w] += share
     return batch_first(crop(padded, padding))
 
 

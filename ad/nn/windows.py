@@ -14,6 +14,16 @@ offset is then one strided copy (``im2col``) or add (``col2im``) whose inner loo
 Measured for 3x3 kernels on float32 (64, 8, 4, 4): im2col 68 us instead of 260-310 us, col2im
 84 us instead of 570 us; on (64, 16, 28, 28) 3.5 ms instead of 4.7-28 ms and 7.4 ms instead of
 10-54 ms.
+
+A network keeps that layout end to end without a pass that cancels conversions: the layout is a
+property of memory, not of the tape. ``batch_first`` is a view, ``batch_last`` of such a view
+costs nothing, and numpy's elementwise operations lay their result out like their operands
+(``order="K"``), so conv, bias, relu and pooling hand each other batch-last memory and the
+conversions inside the primitives are views (tests/nn/test_nn_cnn.py checks this on the compiled
+gradient). What is copied: the input once (with its padding), and cotangents that arrive
+batch-first (from a dense layer, from ``col2im``'s cropped padding), as a hand-written gradient
+does. An elementwise operation on two operands of different layouts (a residual ``x + conv(x)``)
+falls back to batch-first memory, and the next pooling copies once.
 """
 from __future__ import annotations
 
@@ -60,10 +70,13 @@ def crop(padded, padding):
 
 @functools.lru_cache(maxsize=512)
 def offsets(kernel, stride, dilation, positions) -> tuple:
-    """Per kernel offset: ``(offset, spatial slices of the padded input it reads)`` (cached: the
-    primitives run once per call of a compiled gradient, so their Python overhead counts)."""
-    return tuple((offset, tuple(slice(k * d, k * d + s * (p - 1) + 1, s)
-                                for k, d, s, p in zip(offset, dilation, stride, positions)))
+    """Per kernel offset, two indices of ``(C, ...)`` arrays: ``(every channel, offset)`` into
+    the columns and ``(every channel, the window it reads)`` into the padded input (cached, index
+    tuples ready-made: the primitives run once per call of a compiled gradient, so their Python
+    overhead counts)."""
+    every = (slice(None),)
+    return tuple((every + offset, every + tuple(slice(k * d, k * d + s * (p - 1) + 1, s)
+                                                for k, d, s, p in zip(offset, dilation, stride, positions)))
                  for offset in itertools.product(*map(range, kernel)))
 
 
@@ -72,8 +85,8 @@ def _im2col(x, *, kernel, stride, padding, dilation, groups):
     positions = out_shape(spatial, kernel, stride, padding, dilation)
     padded = batch_last(x, padding)
     cols = np.empty((c,) + tuple(kernel) + positions + (n,), dtype=padded.dtype)
-    for offset, window in offsets(kernel, stride, dilation, positions):
-        cols[(slice(None),) + offset] = padded[(slice(None),) + window]
+    for block, window in offsets(kernel, stride, dilation, positions):
+        cols[block] = padded[window]
     return cols.reshape(groups, c // groups * math.prod(kernel), math.prod(positions) * n)
 
 
@@ -82,8 +95,8 @@ def _col2im(cols, *, shape, kernel, stride, padding, dilation, groups):
     positions = out_shape(spatial, kernel, stride, padding, dilation)
     blocks = cols.reshape((c,) + tuple(kernel) + positions + (n,))
     padded = np.zeros(padded_shape(shape, padding), dtype=cols.dtype)
-    for offset, window in offsets(kernel, stride, dilation, positions):
-        padded[(slice(None),) + window] += blocks[(slice(None),) + offset]
+    for block, window in offsets(kernel, stride, dilation, positions):
+        padded[window] += blocks[block]
     return batch_first(crop(padded, padding))
 
 

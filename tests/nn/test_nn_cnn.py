@@ -8,7 +8,8 @@ import torch
 import torch.nn.functional as F
 
 import ad
-from ad.nn import examples
+from ad.nn import examples, pool
+from ad.nn.windows import batch_last
 
 
 @pytest.fixture(scope="module")
@@ -66,3 +67,29 @@ def test_compiled_gradient_frees_large_temporaries(model):
     assert lines[uses[-1]].strip().startswith("del ")
     assert not lines[uses[-2]].strip().startswith("del ") and uses[-1] == uses[-2] + 1
     assert re.search(rf"\b{columns}\b", lines[uses[-2]].split(" = ", 1)[1])    # read there, by a matmul
+
+
+def test_the_network_keeps_one_layout_end_to_end(model, monkeypatch):
+    """conv, bias, relu and pooling hand each other batch-last memory, so the layout conversions
+    inside the pooling primitives are views in the compiled gradient: no activation is copied
+    (ad/nn/windows.py, "Layout"). Only cotangents arriving batch-first (from the dense layer, from
+    col2im's cropped padding) are made contiguous, which is what the hand-written gradient
+    does too."""
+    copied = []
+
+    def spy(x, padding=None, fill=0.0):
+        out = batch_last(x, padding, fill)
+        if not np.shares_memory(out, x):
+            copied.append(np.shape(x))
+        return out
+
+    monkeypatch.setattr(pool, "batch_last", spy)
+    x, y = model.x[:64], model.y[:64]
+    grads = ad.grad(model.loss, form="compiled")(model.params, x, y)
+    assert copied
+    activations = {(64, 8, 8, 8), (64, 16, 4, 4)}            # the two conv layers' outputs
+    assert activations.isdisjoint(copied), copied
+    assert set(copied) <= {(64, 8, 4, 4), (64, 16, 2, 2)}   # pooled-size cotangents only
+    ref = ad.grad(model.loss, form="closure")(model.params, x, y)
+    for k in ref:
+        np.testing.assert_allclose(grads[k], ref[k], rtol=1e-12, atol=1e-14, err_msg=k)
