@@ -36,7 +36,7 @@ def _convolve(in1, in2, mode, method):
 
 
 convolve_p = Primitive(
-    "scipy.signal.convolve", _convolve, params=("mode", "method"),
+    "scipy.signal.convolve", _convolve, params=("mode", "method"), multilinear_in=(0, 1),
     doc="The n-d convolution of two arrays of the same number of dimensions.",
     samples=tuple(Sample((In(s1), In(s2)), {"mode": mode, "method": method}, MATRIX)
                   for s1, s2, mode, method in (((6,), (3,), "full", "direct"), ((6,), (3,), "same", "direct"),
