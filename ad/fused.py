@@ -34,7 +34,7 @@ from .core_prims import add_p, astype_p, broadcast_to_p, positive_p, sum_to_p
 from .lib.elementwise import where_p
 from .nn.special import erf_p, relu_p, sigmoid_p
 from .primitives import BY_FUNCTION
-from .tape import Lit, Tape, Var, gc_paused
+from .tape import Tape, Var, gc_paused
 
 BACKENDS = ("numpy", "fused")
 # No fast-math and no fused multiply-adds (-march=native would contract a*b+c): numpy's rounding.
@@ -222,8 +222,9 @@ class Kernel:
 
     def __init__(self, name: str, group: Group, source: str, inputs: list, outputs: list, ns, operands: list):
         self.name, self.group, self.source = name, group, source
-        self.n = math.prod(group.shape) if inputs and inputs[0] is None else None   # passed first
-        self.inputs = [i for i in inputs if i is not None]   # (dtype, size, by_value)
+        n = math.prod(group.shape)
+        self.n = n if n > 1 else None     # the loop's length, passed first (no loop for one element)
+        self.inputs = inputs        # (dtype, size, by_value)
         self.outputs = outputs      # (variable, dtype, shape)
         self.scalars = {}           # dtype -> how many 0-d outputs
         self.slots = []             # per 0-d output: its offset in its dtype's buffer
@@ -254,7 +255,8 @@ class Kernel:
             held.append(a)
             cargs.append(a.ctypes.data)
         scalars = {dt: np.empty(k, dt) for dt, k in self.scalars.items() if k}
-        results = [np.empty(shape, dt) if slot is None else None for (_, dt, shape), slot in zip(self.outputs, self.slots)]
+        results = [np.empty(shape, dt) if slot is None else None
+                   for (_, dt, shape), slot in zip(self.outputs, self.slots)]
         cargs.extend(r.ctypes.data if slot is None else scalars[dt].ctypes.data + slot * dt.itemsize
                      for r, (_, dt, _), slot in zip(results, self.outputs, self.slots))
         self.fn(*cargs)
@@ -316,10 +318,10 @@ def kernel(name: str, group: Group, needed: set, ns: _Namespace) -> tuple[Kernel
     for y in sorted(needed & group.made, key=lambda v: v.n):
         params.append(f"{CTYPES[y.aval.dtype]} *p{y.n}")
         outputs.append((y, np.dtype(y.aval.dtype), tuple(y.aval.shape)))
-        (post if y in group.sums or n == 1 else body).append(f"p{y.n}[{'i' if y not in group.sums and n > 1 else 0}] = v{y.n};")
+        in_loop = y not in group.sums and n > 1
+        (body if in_loop else post).append(f"p{y.n}[{'i' if in_loop else 0}] = v{y.n};")
     if n > 1:
         params.insert(0, "long n")
-        inputs.insert(0, None)
     lines = [f"/* {name}: {len(group.eqns)} equations{' in one loop' * (n > 1)} */",
              f"void {name}({', '.join(params)}) {{", *(f"    {s}" for s in pre)]
     if n > 1:
@@ -435,7 +437,8 @@ def _generate(tape: Tape, name: str) -> tuple[list, str, dict]:
                     + " fused" + (f" into one loop over {n} elements" if n > 1 else ""))
             statements.append((position[id(item.eqns[0])], line, [x for x in operands if type(x) is Var]))
         else:
-            lhs = ", ".join(f"v{v.n}" for v in item.outputs) + ("," if len(item.outputs) == 1 and item.prim.multiple_results else "")
+            lhs = ", ".join(f"v{v.n}" for v in item.outputs)
+            lhs += "," if len(item.outputs) == 1 and item.prim.multiple_results else ""
             rhs = eqn_source(item, ns) if item.prim.kind != "guard" else _guard_source(item, ns)
             line = f"{lhs} = {rhs}" + (f"  # {item.origin.describe()}" if item.origin.kind != "primal" else "")
             statements.append((position[id(item)], line, [x for x in item.inputs if type(x) is Var]))
