@@ -188,12 +188,20 @@ class _Builder:
     def emit(self, prim, inputs, params, outputs, source, origin):
         self.eqns.append(Eqn(prim, tuple(inputs), params, tuple(outputs), source, origin))
 
-    def inline(self, eqns, sub: dict, source, origin_fn):
+    def stage(self, eqns, sub: dict, source) -> list[tuple]:
+        """``eqns`` on new variables (``sub`` maps theirs to the new ones): the arguments of
+        their ``Eqn`` but the origin."""
+        counter, staged = self.counter, []
         for t in eqns:
-            outs = [self.new(v.aval) for v in t.outputs]
+            outs = tuple(Var(next(counter), v.aval) for v in t.outputs)
             sub.update(zip(t.outputs, outs))
-            self.emit(t.prim, [sub[x] if type(x) is Var else x for x in t.inputs], t.params, outs,
-                      source or t.source, origin_fn(t.origin))
+            staged.append((t.prim, tuple(sub[x] if type(x) is Var else x for x in t.inputs), t.params,
+                           outs, source or t.source))
+        return staged
+
+    def inline(self, eqns, sub: dict, source, origin_fn):
+        staged = self.stage(eqns, sub, source)
+        self.eqns.extend(Eqn(*args, origin_fn(t.origin)) for args, t in zip(staged, eqns))
 
 
 def _add(b: _Builder, a, c, of: Var, source):
@@ -243,11 +251,12 @@ def build(primal: Tape, values: list, wrt: list[int], *, seed: str = "ones",
             fallbacks.append(Fallback(e.prim.name, e.source, lifted.fallback))
         sub = {a: o for a, o in zip(lifted.args, ops) if type(a) is Var}
         start = len(b.eqns)
-        b.inline(lifted.fwd, sub, e.source, lambda o: o)
+        staged = b.stage(lifted.fwd, sub, e.source)
         outs = [_rule_output(b, sub, o, lifted, v, e) for o, v in zip(lifted.outs, e.outputs)]
-        first = outs[0]
-        for i in range(start, len(b.eqns)):
-            b.eqns[i] = replace(b.eqns[i], origin=Origin("primal", of=first, rule=e.prim.name))
+        origin = Origin("primal", of=outs[0], rule=e.prim.name)
+        # the rule's body, then what _rule_output added, all stamped as this instance's
+        b.eqns[start:] = [Eqn(*args, origin) for args in staged] + [replace(t, origin=origin)
+                                                                     for t in b.eqns[start:]]
         env.update(zip(e.outputs, outs))
         instances.append((e, lifted, sub, ops, outs, opvals, needs))
     n_forward = len(b.eqns)
@@ -282,9 +291,9 @@ def build(primal: Tape, values: list, wrt: list[int], *, seed: str = "ones",
             bsub.update({a: o for a, o in zip(template.args, ops) if type(a) is Var})
             bsub.update({t: o for t, o in zip(template.outs, outs) if type(t) is Var})
         bsub.update(zip(template.cts, cts))
-        of = outs[0]
-        b.inline(template.bwd, bsub, e.source,
-                 lambda o, of=of: Origin(o.kind if o.kind == "project" else "pullback", of=of, rule=e.prim.name))
+        pullback = Origin("pullback", of=outs[0], rule=e.prim.name)
+        b.inline(template.bwd, bsub, e.source, lambda o, pullback=pullback: pullback if o.kind != "project"
+                 else Origin("project", of=pullback.of, rule=pullback.rule))
         for target, g, needed in zip(ops, template.grads, needs):
             if g is None or not needed:
                 continue

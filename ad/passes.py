@@ -17,6 +17,7 @@ backward boundary) and never changes what the tape computes.
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
 
 import numpy as np
@@ -32,43 +33,50 @@ FOLD_MAX_SIZE = 1   # fold only scalars: array constants would hide the structur
 
 
 def _rebuild(tape: Tape, kept: list[tuple[int, Eqn]], subst: dict) -> Tape:
-    """A tape from (original index, equation) pairs, with inputs rewritten through ``subst``."""
+    """A tape from (original index, equation) pairs, with inputs rewritten through ``subst``.
+    (A pass that changed nothing returns its tape itself: ``optimize`` does not run it again.)"""
     def sub(x):
         while type(x) is Var and x in subst:
             x = subst[x]
         return x
-    eqns = [replace(e, inputs=tuple(sub(x) for x in e.inputs)) if any(
-        type(x) is Var and x in subst for x in e.inputs) else e for _, e in kept]
-    old = set(tape.inputs).union(*(e.outputs for e in tape.eqns))
-    new = set(tape.inputs).union(*(e.outputs for _, e in kept))
-
-    def still_defined(k, v) -> bool:
-        return (type(v) is not Var or v in new) and (k not in old or k in new)
+    if subst:
+        replaced = subst.keys()
+        kept = [(i, e if replaced.isdisjoint(e.inputs) else replace(e, inputs=tuple(map(sub, e.inputs))))
+                for i, e in kept]
+    eqns = tape.eqns
+    dropped = [True] * len(eqns)
+    for i, _ in kept:
+        dropped[i] = False
+    # what the dropped equations defined (every variable of a map is defined on the tape)
+    removed = {v for e in itertools.compress(eqns, dropped) for v in e.outputs}
     meta = dict(tape.meta)
     for key in VAR_MAPS:      # maps onto this tape's variables follow the rewrite
         if key in meta:
-            meta[key] = {k: sub(v) for k, v in meta[key].items() if still_defined(k, sub(v))}
-    changes = {"eqns": tuple(eqns), "outputs": tuple(sub(x) for x in tape.outputs), "meta": meta}
+            meta[key] = {k: v for k, v in ((k, sub(v) if type(v) is Var and v in subst else v)
+                                           for k, v in meta[key].items() if k not in removed)
+                         if type(v) is not Var or v not in removed}
+    changes = {"eqns": tuple(e for _, e in kept), "outputs": tuple(map(sub, tape.outputs)), "meta": meta}
     if isinstance(tape, GradTape):
-        changes["n_forward"] = sum(1 for i, _ in kept if i < tape.n_forward)
+        changes["n_forward"] = tape.n_forward - sum(dropped[:tape.n_forward])
     return tape.replace(**changes)
 
 
 def dce(tape: Tape) -> Tape:
     live = {x for x in tape.outputs if type(x) is Var}
     kept = []
-    for i in range(len(tape.eqns) - 1, -1, -1):
-        e = tape.eqns[i]
-        if e.prim.kind == "guard" or any(v in live for v in e.outputs):
+    eqns = tape.eqns
+    for i in range(len(eqns) - 1, -1, -1):
+        e = eqns[i]
+        if e.prim.kind == "guard" or not live.isdisjoint(e.outputs):
             kept.append((i, e))
-            live.update(x for x in e.inputs if type(x) is Var)
+            live.update(e.inputs)          # literals too: harmless, nothing defines them
+    if len(kept) == len(eqns):
+        return tape
     kept.reverse()
     return _rebuild(tape, kept, {})
 
 
-def _lit_key(x):
-    if type(x) is Var:
-        return x
+def _lit_key(x: Lit):
     v = x.value
     if isinstance(v, np.ndarray):
         return ("array", id(v))
@@ -83,9 +91,9 @@ def cse(tape: Tape) -> Tape:
         if e.prim.kind != "pure":
             kept.append((i, e))
             continue
-        inputs = tuple(subst.get(x, x) if type(x) is Var else x for x in e.inputs)
+        inputs = tuple([subst.get(x, x) for x in e.inputs]) if subst else e.inputs
         try:
-            key = (e.prim, tuple(_lit_key(x) for x in inputs), e.params)
+            key = (e.prim, tuple([x if type(x) is Var else _lit_key(x) for x in inputs]), e.params)
             hit = seen.get(key)
         except TypeError:       # unhashable params
             kept.append((i, e))
@@ -95,16 +103,24 @@ def cse(tape: Tape) -> Tape:
             continue
         seen[key] = e
         kept.append((i, e))
-    return _rebuild(tape, kept, subst)
+    return _rebuild(tape, kept, subst) if subst else tape
+
+
+def _all_literals(inputs, subst) -> bool:
+    """Are all ``inputs`` literals, or variables ``fold`` has replaced by literals?"""
+    for x in inputs:
+        if type(x) is Var and x not in subst:
+            return False
+    return True
 
 
 def fold(tape: Tape) -> Tape:
     subst: dict = {}
     kept = []
     for i, e in enumerate(tape.eqns):
-        inputs = [subst.get(x, x) if type(x) is Var else x for x in e.inputs]
-        if (e.prim.kind == "pure" and all(type(x) is Lit for x in inputs)
+        if (e.prim.kind == "pure" and _all_literals(e.inputs, subst)
                 and all(v.aval.size <= FOLD_MAX_SIZE for v in e.outputs)):
+            inputs = [subst.get(x, x) for x in e.inputs]
             out = e.prim.impl(*(x.value for x in inputs), **e.kwargs)
             outs = out if e.prim.multiple_results else (out,)
             for v, o in zip(e.outputs, outs):
@@ -114,7 +130,7 @@ def fold(tape: Tape) -> Tape:
                 subst[v] = Lit(o[()] if scalar else o, v.aval)
             continue
         kept.append((i, e))
-    return _rebuild(tape, kept, subst)
+    return _rebuild(tape, kept, subst) if subst else tape
 
 
 ZERO = "zero"   # a rewrite's answer: the output is a structural zero
@@ -126,6 +142,7 @@ class _Seen:
     def __init__(self):
         self.producers: dict = {}      # Var -> the equation that made it
         self.zeros: set = set()        # outputs of full(fill_value=0): structural zeros
+        self.broadcasts: set = set()   # outputs of broadcast_to (most operations read none)
 
     def made_by(self, x, prim):
         """The equation of ``prim`` that made ``x``, or None."""
@@ -225,6 +242,8 @@ _RULES_OF = {p: [r for q, r in RULES if q is p] for p, _ in RULES}
 def _skip_broadcast(ins, out, seen):
     """An elementwise operand made by broadcast_to is broadcast by the operation anyway: a new
     equation reading the un-broadcast value when the result's shape stays the same."""
+    if seen.broadcasts.isdisjoint(ins):
+        return None
     new_ins = list(ins)
     for k, x in enumerate(ins):
         p = seen.made_by(x, broadcast_to_p)
@@ -261,9 +280,13 @@ def simplify(tape: Tape) -> Tape:
     seen = _Seen()
     subst: dict = {}
     kept = []
+    rewritten = False
     for i, e in enumerate(tape.eqns):
-        ins = tuple(subst.get(x, x) if type(x) is Var else x for x in e.inputs)
-        e = replace(e, inputs=ins) if ins != e.inputs else e
+        if subst:
+            ins = tuple([subst.get(x, x) for x in e.inputs])
+            e = replace(e, inputs=ins) if ins != e.inputs else e
+        else:
+            ins = e.inputs
         out = e.outputs[0] if len(e.outputs) == 1 else None
         target = _simplified(e, ins, out, seen) if out is not None else None
         if target == ZERO and not e.origin.is_backward:
@@ -271,36 +294,48 @@ def simplify(tape: Tape) -> Tape:
         if target == ZERO:
             e = Eqn(full_p, (), (("dtype", out.aval.dtype), ("fill_value", 0), ("shape", out.aval.shape)),
                     e.outputs, e.source, e.origin)
+            rewritten = True
         elif isinstance(target, tuple) and target[0] == "inputs":
             e = replace(e, inputs=target[1])
+            rewritten = True
         elif target is not None:
             subst[out] = target
             continue
         if e.prim is full_p and e.kwargs["fill_value"] == 0:
             seen.zeros.add(out)
+        elif e.prim is broadcast_to_p:
+            seen.broadcasts.add(out)
         for v in e.outputs:
             seen.producers[v] = e
         kept.append((i, e))
-    return _rebuild(tape, kept, subst)
+    return _rebuild(tape, kept, subst) if subst or rewritten else tape
 
 
 PASSES = (("fold", fold), ("simplify", simplify), ("cse", cse), ("dce", dce))
+# Passes that leave nothing for a second run of themselves: fold folds what its own folds make
+# foldable, cse merges what its own merges make equal, dce's liveness is exact.
+IDEMPOTENT = {"fold", "cse", "dce"}
 
 
 @gc_paused
 def optimize(tape: Tape, *, max_rounds: int = 4) -> Tape:
-    """Run all passes to a fixed point; ``meta["passes"]`` lists (pass, eqns before, after)."""
+    """Run all passes to a fixed point; ``meta["passes"]`` lists (pass, eqns before, after).
+    A pass is not run again on a tape it would leave unchanged: one it left unchanged before
+    (passes are deterministic) or, for an idempotent pass, one it made."""
     log = []
+    done = {}          # pass -> the tape it has nothing to do on
     for _ in range(max_rounds):
         start = len(tape.eqns)
         for name, fn in PASSES:
-            before = len(tape.eqns)
-            tape = fn(tape)
-            log.append((name, before, len(tape.eqns)))
+            before = tape
+            if done.get(name) is not tape:
+                tape = fn(tape)
+                if tape is before or name in IDEMPOTENT:
+                    done[name] = tape
+            log.append((name, len(before.eqns), len(tape.eqns)))
         if len(tape.eqns) == start:
             break
-    tape.meta["passes"] = log
-    return tape
+    return tape.replace(meta={**tape.meta, "passes": log})
 
 
 def op_counts(tape: Tape) -> dict[str, int]:

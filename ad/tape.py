@@ -49,7 +49,9 @@ class Aval:
 
     @staticmethod
     def of(value) -> "Aval":
-        if isinstance(value, (bool, int, float, complex)) and not isinstance(value, np.generic):
+        if isinstance(value, (np.ndarray, np.generic)):
+            return Aval(value.shape, value.dtype)
+        if isinstance(value, (bool, int, float, complex)):
             return Aval((), np.result_type(value))
         value = np.asarray(value)
         return Aval(value.shape, value.dtype)
@@ -64,6 +66,8 @@ class Aval:
 
     @property
     def is_float(self) -> bool:
+        if isinstance(self.dtype, np.dtype):      # the common case, without issubdtype's cost
+            return self.dtype.kind in "fc"
         return np.issubdtype(self.dtype, np.inexact)
 
     def __str__(self) -> str:
@@ -180,7 +184,7 @@ class Eqn:
 
 
 def freeze_params(params: dict) -> tuple[tuple[str, Any], ...]:
-    return tuple(sorted(params.items()))
+    return tuple(sorted(params.items())) if params else ()
 
 
 @dataclass(frozen=True)
@@ -407,17 +411,20 @@ def _located(exc: GuardError, e: Eqn) -> GuardError:
 def eval_tape(tape: Tape, args, env: dict | None = None) -> list:
     """Evaluate a tape on flat inputs; returns the flat outputs (``env`` collects every value).
 
-    On concrete values (no tracer among ``args``, no ``env`` asked for) the tape's ``Program``
-    runs; on tracers every equation is bound, so the run is recorded."""
+    On concrete values (no tracer among ``args``) the tape's ``Program`` runs; on tracers every
+    equation is bound, so the run is recorded."""
     if len(args) != len(tape.inputs):
         raise TypeError(f"the tape takes {len(tape.inputs)} array inputs, got {len(args)}")
-    if env is None:
-        for a in args:
-            if isinstance(a, Traced):
-                break
-        else:
-            return program(tape).run(args)
-        env = {}
+    for a in args:
+        if isinstance(a, Traced):
+            break
+    else:
+        prog = program(tape)
+        values = prog.values(args)
+        if env is not None:
+            env.update((v, values[k]) for v, k in prog.variables)
+        return [values[k] for k in prog.outputs]
+    env = {} if env is None else env
     env.update(zip(tape.inputs, args))
     eval_eqns(tape.eqns, env)
     return [_read(env, x) for x in tape.outputs]
@@ -445,7 +452,7 @@ class Program:
     every equation's callable with its params bound, its operands as integer slots of one
     list of values (literals placed once), its outputs as slots. ``program(tape)`` caches it
     on the tape (tapes are immutable)."""
-    __slots__ = ("steps", "slots", "n_inputs", "outputs")
+    __slots__ = ("steps", "slots", "n_inputs", "outputs", "variables")
 
     def __init__(self, tape: Tape):
         slot: dict = {v: k for k, v in enumerate(tape.inputs)}
@@ -475,8 +482,10 @@ class Program:
         self.steps = tuple(steps)
         self.slots = consts
         self.n_inputs = len(tape.inputs)
+        self.variables = tuple(slot.items())     # (variable, its slot)
 
-    def run(self, args) -> list:
+    def values(self, args) -> list:
+        """Every slot's value after a run on ``args``."""
         values = self.slots.copy()
         values[:self.n_inputs] = args
         e = None
@@ -496,7 +505,7 @@ class Program:
                         values[k] = v
         except GuardError as exc:
             raise _located(exc, e) from None
-        return [values[k] for k in self.outputs]
+        return values
 
 
 def program(tape: Tape) -> Program:
@@ -514,6 +523,6 @@ def active_vars(tape: Tape, wrt) -> set:
     is a constant of the gradient."""
     active = {tape.inputs[i] for i in wrt if tape.inputs[i].aval.is_float}
     for e in tape.eqns:
-        if e.prim.differentiable and any(type(x) is Var and x in active for x in e.inputs):
+        if e.prim.differentiable and not active.isdisjoint(e.inputs):
             active.update(v for v in e.outputs if v.aval.is_float)
     return active

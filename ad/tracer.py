@@ -24,6 +24,7 @@ read after ``t`` was mutated raises instead of silently keeping the old value.
 """
 from __future__ import annotations
 
+import gc
 import itertools
 
 import numpy as np
@@ -61,12 +62,18 @@ class Recorder:
     def __enter__(self):
         self.level = len(ACTIVE)
         self.active = True
+        # the cyclic collector paused while recording (as ``tape.gc_paused``): it would re-scan
+        # every tracer and equation made so far, again and again
+        self._gc_was_enabled = gc.isenabled()
+        gc.disable()
         ACTIVE.append(self)
         return self
 
     def __exit__(self, *exc):
         ACTIVE.remove(self)
         self.active = False
+        if self._gc_was_enabled:
+            gc.enable()
 
     def new_var(self, aval: Aval) -> Var:
         return Var(next(self.counter), aval)
@@ -126,8 +133,7 @@ class Recorder:
         inputs = tuple(i for i, _ in pairs)
         outputs = tuple(t.variable for t in tracers)
         self.eqns.append(Eqn(prim, inputs, freeze_params(params), outputs, source, self.origin))
-        if self.differentiated and prim.differentiable and any(x in self.differentiated for x in inputs
-                                                               if type(x) is Var):
+        if self.differentiated and prim.differentiable and not self.differentiated.isdisjoint(inputs):
             self.differentiated.update(v for v in outputs if v.aval.is_float)
         if stand_ins:
             self.symbolic.update(outputs)
