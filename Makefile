@@ -5,7 +5,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 OUT    ?= out
 
-.PHONY: demo test setup system-deps bench notebooks clean
+.PHONY: demo test setup system-deps bench notebooks clean fuzz
 
 demo: setup
 	$(PY) -m tapeviz.demo --out $(OUT)
@@ -35,6 +35,15 @@ $(VENV)/.installed: pyproject.toml
 bench: setup
 	$(VENV)/bin/pip install -q -e '.[bench]'
 	$(PY) -m bench.run
+
+# the differential fuzzer for hours: FUZZ_HOURS, FUZZ_WORKERS, FUZZ_SEED, findings in FUZZ_OUT
+FUZZ_HOURS   ?= 2
+FUZZ_WORKERS ?= 2
+FUZZ_SEED    ?= 1000
+FUZZ_OUT     ?= fuzz-findings
+fuzz: setup
+	nice -n 19 $(PY) -m ad.checks.fuzz --hours $(FUZZ_HOURS) --workers $(FUZZ_WORKERS) --seed $(FUZZ_SEED) \
+	  --programs 500 --out $(FUZZ_OUT)
 
 # the teaching notebooks, executed, as static HTML, each debugger with its whole session embedded
 notebooks: setup
