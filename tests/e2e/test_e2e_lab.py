@@ -4,6 +4,7 @@ strict Content-Security-Policy, where clicks still work and the kernel draws the
 notebooks reopened with no live widget, which show the saved view or the static snapshot: one
 saved by Lab itself (the settings tapeviz installs make Lab save widget state), its kernel shut
 down, and ones executed headless."""
+import itertools
 import json
 import re
 import subprocess
@@ -24,8 +25,13 @@ WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 pytestmark = pytest.mark.browser
 
 
-def open_notebook(page, server, name, path="lab/tree"):
-    page.goto(server.url(f"/{path}/{name}"), wait_until="domcontentloaded")
+WORKSPACES = itertools.count()
+
+
+def open_notebook(page, server, name):
+    """Open a notebook in a workspace of its own: Lab starts with no other tab (the session's
+    server keeps the tabs earlier tests opened in its default workspace, and restores them)."""
+    page.goto(server.url(f"/lab/workspaces/test{next(WORKSPACES)}/tree/{name}"), wait_until="domcontentloaded")
     # the status bar says "<kernel> | Idle" once the kernel is really there (the toolbar's idle
     # indicator says so a second too early, and running then opens a "Select Kernel" dialog)
     idle = page.locator(".jp-StatusBar-TextItem", has_text=re.compile(r"^(?!No Kernel).+ \| Idle$"))
@@ -190,7 +196,11 @@ def test_a_notebook_saved_in_lab_reopens_with_the_debugger(lab_server, page, art
     accept = page.locator(".jp-Dialog .jp-mod-accept")
     if accept.count():
         accept.click()
-    until(page, lambda: page.request.get(lab_server.url("/api/kernels")).json() == [], "the kernel to shut down")
+
+    def shut_down():
+        sessions = page.request.get(lab_server.url("/api/sessions")).json()
+        return not any(s["path"].endswith(name) and s.get("kernel") for s in sessions)
+    until(page, shut_down, "the notebook's kernel to shut down")
 
     panel = open_notebook(page, lab_server, name)                 # Lab loaded afresh
     root = panel.locator(".jp-OutputArea-output .tv-root")
