@@ -65,7 +65,7 @@ def test_a_wrong_rule_is_caught_shrunk_and_printed_as_a_test_that_fails():
 
 
 def test_a_printed_program_replays_as_a_passing_test():
-    program = fuzz.Program("real", (("sin", 0, 1), ("@", 2, 7), ("view_write", 1, 2), ("reduce_axis", 3, 0)),
+    program = fuzz.Program("real", (("sin", 0, 1), ("@", 2, 7, 0), ("view_write", 1, 2), ("reduce_axis", 3, 0)),
                            shape=(2, 3, fuzz.N))
     namespace = {}
     exec(compile(program.as_test("test_replayed"), "<printed test>", "exec"), namespace)
