@@ -84,7 +84,7 @@ class TapeCache:
         which belong to that trace alone)."""
         leaves, structure = pytree.flatten(args)
         entries = self.entries.setdefault((structure,) + signature(leaves), [])
-        for entry in list(entries):
+        for entry in entries:        # changed only right before returning
             try:
                 out = run(entry, args, leaves)
             except GuardError as exc:

@@ -170,7 +170,7 @@ def generate(tape: Tape, name: str = "f", scalar: bool = False) -> tuple[str, di
     ns = _Namespace(scalar)
     last = _last_reads(tape)
     lines = [f"def {name}({', '.join(f'v{v.n}' for v in tape.inputs)}):"]
-    zero_d = [v for v in tape.inputs if v.aval.shape == ()]
+    zero_d = [v for v in tape.inputs if v.aval.shape == () and v.aval.dtype.kind in "fc"]
     if scalar:
         ns.names = _registers(tape, last)
     elif zero_d:
@@ -243,24 +243,28 @@ def _registers(tape: Tape, last: dict[Var, int]) -> dict[Var, str]:
     return names
 
 
-FREE_BYTES = 1 << 16   # temporaries at least this large are deleted after their last use,
-MANY = 100             # all of them in a tape of more than this many
+FREE_BYTES = 1 << 16   # temporaries at least this large are deleted right after their last use;
+MANY = 100             # in a tape of more than this many, the small ones too, a block at a time:
+BLOCK = 32             # after every this many equations
 
 
 def _dead_after(tape: Tape, last: dict[Var, int]) -> dict[int, list[Var]]:
-    """Equation index -> temporaries to delete after their last read there. Straight-line code
-    would otherwise keep every intermediate alive to the end, so each new array lands in fresh
-    memory and pays its page faults (measured: 2.7x slower on the CNN gradient of
-    bench/bench_cnn.py), and in a long tape of small arrays misses numpy's cache of small
-    blocks (1.2x slower on bench.workloads' 240-op vector). Short tapes, the ones people read,
-    keep their small temporaries: no ``del`` line after every line."""
+    """Equation index -> temporaries to delete after it. Straight-line code would otherwise
+    keep every intermediate alive to the end, so each new array lands in fresh memory and pays
+    its page faults (measured: 2.7x slower on the CNN gradient of bench/bench_cnn.py), and in a
+    long tape of small arrays misses numpy's cache of small blocks (1.2x slower on
+    bench.workloads' 240-op vector). Short tapes, the ones people read, keep their small
+    temporaries; long ones delete them in blocks, not with a ``del`` line per line (Python
+    compiles a statement in 10-20 us: the 20,000-op chain has 60,000 equations)."""
     keep, end = set(tape.inputs), len(tape.eqns)
     temporaries = [v for v, i in last.items() if i < end and v not in keep and v.aval.shape != ()]
-    least = 0 if len(temporaries) > MANY else FREE_BYTES
+    many = len(temporaries) > MANY
     dead: dict[int, list[Var]] = {}
     for v in temporaries:
-        if v.aval.size * v.aval.dtype.itemsize >= least:
+        if v.aval.size * v.aval.dtype.itemsize >= FREE_BYTES:
             dead.setdefault(last[v], []).append(v)
+        elif many:
+            dead.setdefault(min(last[v] | (BLOCK - 1), end - 1), []).append(v)
     return dead
 
 
