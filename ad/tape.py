@@ -50,7 +50,7 @@ class Aval:
     @staticmethod
     def of(value) -> "Aval":
         if isinstance(value, (np.ndarray, np.generic)):
-            return Aval(value.shape, value.dtype)
+            return _aval(value.shape, value.dtype)
         if isinstance(value, (bool, int, float, complex)):
             return Aval((), np.result_type(value))
         value = np.asarray(value)
@@ -72,6 +72,13 @@ class Aval:
 
     def __str__(self) -> str:
         return f"{short_dtype(self.dtype)}[{','.join(map(str, self.shape))}]"
+
+
+@functools.lru_cache(maxsize=4096)
+def _aval(shape, dtype) -> Aval:
+    """One ``Aval`` per shape and dtype (avals are immutable): tracing and lifting ask for the
+    same few again and again."""
+    return Aval(shape, dtype)
 
 
 _DTYPE_SHORT = {"float64": "f64", "float32": "f32", "float16": "f16", "int64": "i64",
