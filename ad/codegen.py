@@ -282,7 +282,8 @@ class Compiled:
     value numpy answers with inf or nan (``math.log(0.0)``, ``1.0 / 0.0``, overflow), that call
     reruns the numpy code, so results are numpy's either way."""
 
-    numpy_fn = None          # the numpy code of a scalar specialisation, made on its first use
+    scalar = False           # compiled to Python float code
+    numpy_fn = None          # then the numpy code too, made on its first use
 
     def __init__(self, tape: Tape, name: str = "f", scalar: bool | None = None):
         self.tape, self.name = tape, name
@@ -294,7 +295,7 @@ class Compiled:
 
     def run(self, flat: list) -> tuple:
         """The generated function on the flat inputs."""
-        if not getattr(self, "scalar", False):
+        if not self.scalar:
             return self.fn(*flat)
         try:
             return self.fn(*flat)
