@@ -438,17 +438,20 @@ def eval_tape(tape: Tape, args, env: dict | None = None) -> list:
 
 
 def _numpy_operator(op, ufunc):
-    """``op`` (``a * b``) where an operand is a numpy value: numpy's operators are its ufuncs
-    without the cost of a ufunc call (a tenth of it on scalars). Two Python scalars get the
-    ufunc: Python's own arithmetic differs (``1.0 / 0.0`` raises, ``int * int`` never overflows)."""
+    """``op`` (``a * b``) where it is exactly the ufunc: numpy's operators on plain arrays and
+    numeric scalars are its ufuncs without the cost of a ufunc call (a tenth of it on scalars).
+    Anything else gets the ufunc: two Python scalars (``1.0 / 0.0`` raises in Python), array
+    subclasses (``*`` multiplies ``np.matrix`` as matrices), strings."""
     def binary(a, b):
-        if isinstance(a, _NUMPY) or isinstance(b, _NUMPY):
+        ta, tb = type(a), type(b)
+        if (ta in _NUMPY and (tb in _NUMPY or tb in _PYTHON)) or (tb in _NUMPY and ta in _PYTHON):
             return op(a, b)
         return ufunc(a, b)
     return binary
 
 
-_NUMPY = (np.ndarray, np.generic)
+_NUMPY = {np.ndarray} | {t for t in set(np.sctypeDict.values()) if np.dtype(t).kind in "biufc"}
+_PYTHON = {bool, int, float, complex}
 _OPERATORS = {uf: _numpy_operator(op, uf) for uf, op in (
     (np.add, operator.add), (np.subtract, operator.sub), (np.multiply, operator.mul),
     (np.true_divide, operator.truediv))}

@@ -83,3 +83,11 @@ def test_on_tracers_the_tape_is_recorded_again():
     outer = ad.trace(tape, X)
     assert [e.prim.name for e in outer.eqns] == ["sin", "multiply"]
     np.testing.assert_allclose(ad.grad(lambda x: np.sum(tape(x)))(X), 2 * np.cos(X))
+
+
+def test_array_subclasses_get_the_ufunc():
+    """``*`` multiplies ``np.matrix`` operands as matrices; the tape's multiply is elementwise."""
+    tape = ad.trace(lambda x, y: x * y, np.eye(2), np.eye(2))
+    m = np.matrix([[1.0, 2.0], [3.0, 4.0]])
+    assert_same(eval_tape(tape, [m, m]), binding_loop(tape, [m, m]))
+    np.testing.assert_array_equal(eval_tape(tape, [m, m])[0], np.multiply(m, m))
