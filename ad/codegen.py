@@ -128,7 +128,13 @@ def eqn_source(e, ns: _Namespace) -> str:
     string over the operand and param sources, a function of the operand sources and the
     params, or by default a call of the numpy function (else of the impl) with the params as
     keywords."""
-    args = [_operand_src(x, ns) for x in e.inputs]
+    if not ns.scalar and e.prim.elementwise and _all_float64(e.inputs):
+        # a float64 literal among float64 operands: a Python float computes the same, and
+        # np.float64(0.9) would be built again on every call
+        args = [_operand_src(x, ns) if type(x) is Var or type(x.value) is not np.float64
+                else _value_src(float(x.value), ns) for x in e.inputs]
+    else:
+        args = [_operand_src(x, ns) for x in e.inputs]
     spelling = e.prim.scalar_spelling if ns.scalar else e.prim.spelling
     if callable(spelling):
         return spelling(args, e.kwargs)
@@ -137,6 +143,11 @@ def eqn_source(e, ns: _Namespace) -> str:
     kw = "".join(f", {k}={_value_src(v, ns)}" for k, v in e.params)
     fn = _function_path(e.prim.function, ns) or ns.bind(e.prim.impl, _ident(e.prim.name), numbered=False)
     return f"{fn}({', '.join(args)}{kw})"
+
+
+def _all_float64(operands) -> bool:
+    variables = [x for x in operands if type(x) is Var]
+    return bool(variables) and all(x.aval.dtype == np.float64 for x in variables)
 
 
 def _guard_source(e, ns: _Namespace) -> str:
