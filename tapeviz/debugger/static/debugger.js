@@ -525,7 +525,7 @@ class View {
   /* Paint the dirty traits; what is already on screen (the kernel confirming a guess, most
      often) is not painted again. */
   paint(dirty) {
-    let changed = dirty.has("_legend");
+    let changed = false;
     for (const [trait, part] of HTML_PARTS) {
       if (!dirty.has(trait)) continue;
       const html = this.value(trait) || "";
@@ -536,7 +536,12 @@ class View {
       else this.ui[part].innerHTML = html;
       if (part === "closure") this.ui.closure.hidden = !html;
     }
-    if (dirty.has("_legend")) this.ui.legend.innerHTML = this.model.get("_legend");
+    const legend = this.model.get("_legend") || "";
+    if (dirty.has("_legend") && this.applied._legend !== legend) {
+      this.applied._legend = legend;
+      this.ui.legend.innerHTML = legend;
+      changed = true;
+    }
     const frame = JSON.stringify({ ...this.frame, seq: 0 });
     if (changed || frame !== this.painted) this.paintFrame();
     this.painted = frame;
