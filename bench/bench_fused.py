@@ -12,14 +12,13 @@ from __future__ import annotations
 from bench.common import format_time, machine, measure
 
 import os  # noqa: E402
-import resource  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 
 import ad  # noqa: E402
 from ad.lift import clear_cache  # noqa: E402
-from bench.bench_workloads import _jax, _jax_args, check  # noqa: E402
+from bench.bench_workloads import _cpu, _jax, _jax_args, check  # noqa: E402
 from bench.workloads import WORKLOADS, Workload  # noqa: E402
 
 
@@ -43,12 +42,6 @@ def contenders(w: Workload, args) -> dict:
         jit, jargs = jax.jit(jax.grad(w.loss_for(jax.numpy))), _jax_args(jax, args)
         out["jax jit"] = lambda: jax.block_until_ready(jit(*jargs))
     return out
-
-
-def _cpu() -> float:
-    """CPU seconds of this process and its finished children (the C compiler)."""
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return time.process_time() + children.ru_utime + children.ru_stime
 
 
 def first_calls(w: Workload, args) -> dict[str, tuple[float, float]]:

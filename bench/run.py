@@ -15,7 +15,9 @@ from bench.common import machine
 BENCHES = {"workloads": "bench.bench_workloads", "mlp": "bench.bench_mlp", "chain": "bench.bench_chain",
            "cnn": "bench.bench_cnn", "graph": "bench.bench_graph", "widget": "bench.bench_widget",
            "guards": "bench.bench_guards", "fft": "bench.bench_fft",
-           "forward": "bench.bench_forward", "onnx_import": "bench.bench_onnx_import"}
+           "forward": "bench.bench_forward", "onnx_import": "bench.bench_onnx_import",
+           "fused": "bench.bench_fused", "compile_time": "bench.bench_compile_time",
+           "mutants": "bench.bench_mutants"}
 
 
 def main(argv: list[str]) -> None:
