@@ -15,7 +15,8 @@ ready-to-paste pytest test (``Program.as_test``) and hypothesis shrinks it step 
   that take other branches.
 
 ``compare(f, xs)`` runs every form that applies and raises ``FuzzFailure`` naming the forms that
-disagree: closure, lifted, lifted+passes, compiled, finite differences (the dot-product test),
+disagree: closure, lifted, lifted+passes, compiled (numpy; the fused C backend on a quarter of
+the programs, ``oracles_for``), finite differences (the dot-product test),
 forward mode (``ad.jvp``: ``<J u, 1> == <u, grad>``), the second derivative (grad of grad against
 finite differences of grad), HIPS autograd (programs written with numpy functions only), the
 JSON save/load round trip and the ONNX export run in onnxruntime (tapes that export).
@@ -46,7 +47,7 @@ import numpy as np
 from hypothesis import HealthCheck, Phase, assume, given, seed as hypothesis_seed, settings
 from hypothesis import strategies as st
 
-from .. import nn, serialize, to_onnx
+from .. import fused, nn, serialize, to_onnx
 from ..api import grad, grad_tape, trace
 from ..codegen import compile_tape
 from ..errors import GuardError, NonDifferentiableError, TraceError
@@ -558,6 +559,7 @@ class Oracles:
     autograd: bool = True
     second_order: bool = True
     json: bool = True
+    fused: bool = False         # the fused backend: C loops, a compiler run per new kernel
 
 
 COUNTS: dict = {}       # form -> programs it compared (what a run covered)
@@ -623,6 +625,15 @@ def compare(f, xs, *, smooth: bool = True, numpy_only: bool = False, family: str
         with _timed("compiled"):
             _close(compile_tape(gt)(*xs)[1], ref, rtol, "compiled")
         done += ["lifted", "lifted+passes", "compiled"]
+        if oracles.fused:
+            with _timed("fused"):
+                try:
+                    run_fused = fused.compile(gt, backend="fused")
+                except fused.FusedUnavailable:
+                    SKIPPED["fused: no C compiler"] += 1
+                else:
+                    _close(run_fused(*xs)[1], ref, max(rtol, 1e-7), "compiled, fused backend")
+                    done.append("fused")
         precise = rtol < 1e-6
         if smooth and precise:
             with _timed("finite differences"):
@@ -833,9 +844,10 @@ def run(program: Program, oracles: Oracles | None = None) -> list[str] | None:
 
 def oracles_for(program: Program, fraction: float) -> Oracles:
     """The expensive oracles (ONNX, autograd, grad of grad) on about ``fraction`` of the
-    programs (chosen by the program's seed), the cheap forms on all."""
+    programs (chosen by the program's seed), the cheap forms on all; the fused backend on a
+    quarter of that (each new kernel is a C compiler run, ~0.1 s)."""
     on = (program.seed % 1000) < fraction * 1000
-    return Oracles(onnx=on, autograd=on, second_order=on, json=True)
+    return Oracles(onnx=on, autograd=on, second_order=on, json=True, fused=on and program.seed % 4 == 0)
 
 
 FUZZ_SETTINGS = dict(deadline=None, database=None, derandomize=False, report_multiple_bugs=False,
