@@ -46,10 +46,10 @@ losses                           compositions (log_softmax inside the logit loss
 ===============================  =================================================================
 
 ``ad.nn.PRIMITIVES`` lists the primitives (each declares its samples next to its rule; the spec
-table of the functions is tests/nn/nn_specs.py); ``ad.nn.examples`` holds a small CNN on
+table of the functions is tests/nn/nn_specs.py); ``ad.nn.examples`` (imported on its own: it
+uses ``ad.grad``, a layer above the rules) holds a small CNN on
 scikit-learn's digits.
 """
-from . import examples
 from .activations import (celu, elu, gelu, hard_sigmoid, hardtanh, leaky_relu, relu, relu6, selu,
                           silu, softplus, swish)
 from .conv import conv, conv_transpose
