@@ -2,20 +2,22 @@
 from __future__ import annotations
 
 import inspect
+from dataclasses import dataclass
 
 import numpy as np
 
 from . import pytree
 from .backward import GradTape, build, check_seed, partition
-from .cache import TapeCache
+from .cache import TapeCache, rules_current, rules_of
 from .closure import eval_closure
 from .codegen import compile_tape
 from .errors import NonDifferentiableError, unwrapping_numpy
+from .fused import Fused
 from .passes import optimize as run_passes
 from .tape import Lit, Tape, eval_tape, gc_paused
 from .tracer import Recorder, Tracer
 
-FORMS = ("lifted", "closure", "compiled")
+FORMS = ("lifted", "closure", "compiled", "fused")
 
 
 def _arg_names(f, n: int) -> list[str]:
@@ -135,12 +137,17 @@ def grad_tape(f, *args, argnums=0, holomorphic: bool = False) -> GradTape:
     array([[2., 2., 2.],
            [2., 2., 2.]])
     """
+    return _grad_tape(f, args, argnums, holomorphic)[1]
+
+
+def _grad_tape(f, args, argnums, holomorphic: bool) -> tuple[Tape, GradTape]:
+    """``grad_tape``, and the primal tape it was built from."""
     concrete = tuple(pytree.unflatten(s, [_concrete(x) for x in pytree.flatten(a)[0]])
                      for a, s in ((a, pytree.flatten(a)[1]) for a in args))
     primal = _trace(f, concrete, argnums)
     wrt, grad_tree, slots = _wrt(primal, argnums, len(args))
-    return build(primal, _values(primal, concrete), wrt, grad_tree=grad_tree, grad_slots=slots,
-                 holomorphic=holomorphic)
+    return primal, build(primal, _values(primal, concrete), wrt, grad_tree=grad_tree, grad_slots=slots,
+                         holomorphic=holomorphic)
 
 
 def _values(primal: Tape, args) -> list:
@@ -151,6 +158,18 @@ def _values(primal: Tape, args) -> list:
 
 def _has_tracer(leaves) -> bool:
     return any(isinstance(x, Tracer) for x in leaves)
+
+
+@dataclass(frozen=True)
+class _Traced:
+    """What ``grad``'s cache keeps per trace: the tape (the gradient tape; the primal one for the
+    closure form) and the rules it inlined (``ad.cache.rules_of``)."""
+    tape: Tape
+    rules: tuple
+
+    @property
+    def captures(self):
+        return self.tape.captures
 
 
 def value_and_grad(f, argnums=0, *, form: str = "lifted", optimize: bool = True,
@@ -172,18 +191,21 @@ def value_and_grad(f, argnums=0, *, form: str = "lifted", optimize: bool = True,
 
     def new_tape(args):
         if form == "closure":
-            return _trace(f, args, argnums)
-        gt = grad_tape(f, *args, argnums=argnums, holomorphic=holomorphic)
-        return run_passes(gt) if optimize else gt
+            primal = _trace(f, args, argnums)
+            return _Traced(primal, rules_of(primal))
+        primal, gt = _grad_tape(f, args, argnums, holomorphic)
+        return _Traced(run_passes(gt) if optimize else gt, rules_of(primal))
 
     def run(entry, args, leaves):
-        tape = entry.tape
+        if not rules_current(entry.tape.rules):     # a rule registered since: the tape inlined the old one
+            entry.tape, entry.compiled = new_tape(args), None
+        tape = entry.tape.tape
         if form == "closure":
             return _closure(tape, args, argnums, holomorphic)
         traced = _has_tracer(leaves) or bool(tape.captures)
-        if form == "compiled" and not traced:
+        if form in ("compiled", "fused") and not traced:
             if entry.compiled is None:
-                entry.compiled = compile_tape(tape)
+                entry.compiled = compile_tape(tape) if form == "compiled" else Fused(tape)
             return entry.compiled.call_flat(tape.in_tree.select_traced(leaves))
         if tape.fallbacks and traced:
             raise NonDifferentiableError(
@@ -203,7 +225,8 @@ def grad(f, argnums=0, *, form: str = "lifted", optimize: bool = True, max_trace
     """The gradient of a scalar function, shaped like the differentiated argument(s).
 
     form: "lifted" (default) runs the lifted backward tape; "closure" calls the rules' pullback
-    closures in reverse; "compiled" runs generated numpy source. All three agree. Tapes are
+    closures in reverse; "compiled" runs generated numpy source; "fused" runs it with its
+    elementwise chains fused into C loops (docs/fused.md). All agree (to rounding). Tapes are
     cached per argument signature (and branch taken: see ``value_and_grad``), so repeated calls
     do not retrace; ``grad(f).cache_info()`` counts traces, hits and guard failures. Any output
     of size 1 is accepted (``f64[]``, ``f64[1]``, ``f64[1,1]``).

@@ -65,6 +65,18 @@ def _leaf_signature(x) -> tuple:
     return type(x), x
 
 
+def rules_of(tape) -> tuple:
+    """The rules a transform of the primal ``tape`` was built with: (primitive, rrule, frule)
+    per primitive. Its cached tapes inline them, so they are stale once one is re-registered."""
+    prims = dict.fromkeys(e.prim for e in tape.eqns)
+    return tuple((p, p.rule, p.frule) for p in prims)
+
+
+def rules_current(rules: tuple) -> bool:
+    """No rule or frule of ``rules_of``'s primitives was registered since: a cached tape holds."""
+    return all(p.rule is r and p.frule is fr for p, r, fr in rules)
+
+
 class TapeCache:
     """Tapes per signature, most recently successful first, at most ``max_traces`` each."""
 

@@ -21,7 +21,7 @@ import numpy as np
 from . import pytree
 from .api import _trace, _values, _wrt, vjp
 from .backward import Fallback, build
-from .cache import TapeCache
+from .cache import TapeCache, rules_current, rules_of
 from .codegen import compile_tape
 from .core_prims import full_p, positive_p, project
 from .errors import NonDifferentiableError, TraceError, unwrapping_numpy
@@ -489,17 +489,6 @@ def output_tangents(primal: Tape, tangent_slots, outs: list):
     array as a numpy scalar, as numpy returns them)."""
     outs = [t[()] if isinstance(t, np.ndarray) and t.ndim == 0 else t for t in outs]
     return pytree.unflatten(primal.out_tree, [None if s < 0 else outs[s] for s in tangent_slots])
-
-
-def rules_of(tape: Tape) -> tuple:
-    """The rules a transform of ``tape`` was built with: (primitive, rrule, frule) per primitive."""
-    prims = dict.fromkeys(e.prim for e in tape.eqns)
-    return tuple((p, p.rule, p.frule) for p in prims)
-
-
-def rules_current(rules: tuple) -> bool:
-    """No rule or frule of ``rules_of``'s primitives was registered since: a cached tape holds."""
-    return all(p.rule is r and p.frule is fr for p, r, fr in rules)
 
 
 @dataclass(frozen=True)

@@ -20,10 +20,10 @@ import numpy as np
 
 from . import pytree
 from .api import _argnums_tuple, _concrete, grad, trace, vjp_tapes
-from .cache import TapeCache, signature
+from .cache import TapeCache, rules_current, rules_of, signature
 from .codegen import compile_tape
 from .errors import NonDifferentiableError
-from .forward import FORMS, jvp, linearize_with, rules_current, rules_of
+from .forward import FORMS, jvp, linearize_with
 from .passes import optimize as run_passes
 from .tape import Tape, eval_tape
 

@@ -226,3 +226,21 @@ def test_grad_accepts_any_output_of_size_one(shape):
 def test_grad_of_a_larger_output_suggests_vjp():
     with pytest.raises(ad.NonDifferentiableError, match="size 1.*ad.vjp"):
         ad.grad(lambda x: x * 2.0)(np.ones(2))
+
+
+@pytest.mark.parametrize("form", ["lifted", "closure", "compiled", "fused"])
+def test_a_rule_registered_after_grad_cached_its_tape_is_used(form, tmp_path, monkeypatch):
+    """A cached gradient tape inlined the pullbacks of the rules of its day: re-registering an
+    rrule of one of its primitives re-traces instead of answering with the old gradient."""
+    monkeypatch.setenv("TAPEVIZ_FUSED_CACHE", str(tmp_path))
+    cube = ad.primitive(lambda x: x * x * x, name=f"test_grad_cube_cached_{form}")
+    ad.rrule(cube)(lambda x: (cube(x), lambda dy: (3 * x * x * dy,)))
+    x = np.array([1.0, 2.0])
+    g = ad.grad(lambda x: np.sum(cube(x)), form=form)
+    np.testing.assert_allclose(g(x), 3 * x * x)
+    np.testing.assert_allclose(g(x), 3 * x * x)
+    ad.rrule(cube)(lambda x: (cube(x), lambda dy: (5 * x * x * dy,)))   # visibly not the derivative
+    np.testing.assert_allclose(g(x), 5 * x * x)
+    np.testing.assert_allclose(g(x), 5 * x * x)
+    info = g.cache_info()
+    assert (info.signatures, info.tapes) == (1, 1)     # the new tape replaced the stale one
