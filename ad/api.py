@@ -50,12 +50,27 @@ def trace(f, *args) -> Tape:
     return _trace(f, args, None)
 
 
-def _trace(f, args, argnums) -> Tape:
+class _KeepingRecorder(Recorder):
+    """A Recorder that keeps the values it computes, by variable."""
+
+    def __init__(self, values: dict):
+        super().__init__()
+        self.values = values
+
+    def record(self, prim, operands, params):
+        out = super().record(prim, operands, params)
+        self.values.update((t.variable, t.value) for t in (out if prim.multiple_results else (out,)))
+        return out
+
+
+def _trace(f, args, argnums, values: dict | None = None) -> Tape:
     """``trace``, with the float inputs of ``argnums`` (all, for None) marked as differentiated:
-    converting them to plain values would lose their gradient, so the tracer refuses it."""
+    converting them to plain values would lose their gradient, so the tracer refuses it.
+    ``values`` receives the values the trace computed, by the tape's variables (``linearize``
+    reuses them instead of running the primal again)."""
     in_tree, leaves = pytree.InTree.build(args, _arg_names(f, len(args)))
     differentiated = None if argnums is None else set(_leaves_of(in_tree, argnums, len(args)))
-    with Recorder() as rec:
+    with Recorder() if values is None else _KeepingRecorder(values) as rec:
         leaves = [rec.new_tracer(_concrete(x)) if t else x for x, t in zip(leaves, in_tree.traced)]
         inputs = tuple(x.variable for x, t in zip(leaves, in_tree.traced) if t)
         rec.differentiated.update(

@@ -307,11 +307,14 @@ class _Builder:
 
 
 @gc_paused
-def build_linearized(primal: Tape, values: list, wrt: list[int], known: dict | None = None) -> Linearized:
+def build_linearized(primal: Tape, values: list, wrt: list[int], known: dict | None = None,
+                     traced: dict | None = None) -> Linearized:
     """Inline every differentiated equation's pushforward template after the forward section
     (rules' primal bodies, as in ``backward.build``). ``wrt``: the float inputs with tangents.
     The forward section is evaluated at ``values`` as it is built (the rules are lifted at its
-    values); ``known`` collects those values, by the forward tape's variables."""
+    values); ``known`` collects those values, by the forward tape's variables. ``traced``: the
+    values the trace computed, by the primal's variables; an equation whose outputs they give
+    is not evaluated again (the rules' intermediates still are)."""
     b = _Builder()
     inputs = [b.new(v.aval) for v in primal.inputs]
     env: dict = dict(zip(primal.inputs, inputs))
@@ -325,7 +328,7 @@ def build_linearized(primal: Tape, values: list, wrt: list[int], known: dict | N
         if not (any(needs) and e.prim.differentiable):
             outs = [b.new(v.aval) for v in e.outputs]
             b.emit(e.prim, ops, e.params, outs, e.source, e.origin)
-            eval_eqns(b.eqns[-1:], known)
+            _evaluate(b.eqns[-1:], known, dict(zip(outs, e.outputs)), traced)
             env.update(zip(e.outputs, outs))
             continue
         rule_of(e)
@@ -339,7 +342,7 @@ def build_linearized(primal: Tape, values: list, wrt: list[int], known: dict | N
         outs = [_rule_output(b, sub, o, pf, v, e) for o, v in zip(pf.outs, e.outputs)]
         for i in range(start, len(b.eqns)):
             b.eqns[i] = replace(b.eqns[i], origin=Origin("primal", of=outs[0], rule=e.prim.name))
-        eval_eqns(b.eqns[start:], known)
+        _evaluate(b.eqns[start:], known, dict(zip(outs, e.outputs)), traced)
         env.update(zip(e.outputs, outs))
         instances.append((e, pf, sub, ops, outs))
     n_forward = len(b.eqns)
@@ -375,6 +378,19 @@ def build_linearized(primal: Tape, values: list, wrt: list[int], known: dict | N
                    input_names=tuple(repr(v) for v in residuals) +
                    tuple(f"t_{primal.input_names[i]}" for i in wrt))
     return Linearized(forward, tangent, len(value_outs), tuple(fallbacks), tuple(slots))
+
+
+def _evaluate(eqns, known: dict, primal_of: dict, traced: dict | None):
+    """Evaluate ``eqns`` into ``known``, taking the outputs the trace computed (``traced``, by
+    ``primal_of`` their primal variable) from it instead."""
+    if traced is None:
+        eval_eqns(eqns, known)
+        return
+    for e in eqns:
+        if all(v in primal_of and primal_of[v] in traced for v in e.outputs):
+            known.update((v, traced[primal_of[v]]) for v in e.outputs)
+        else:
+            eval_eqns((e,), known)
 
 
 def _rule_output(b: _Builder, sub, o, pf: Pushforward, primal_var: Var, e: Eqn):
@@ -541,15 +557,17 @@ def linearize_with(cache, f, primals, argnums: tuple, form: str, optimize: bool 
     fresh: dict = {}        # id of a tape traced in this call -> the forward outputs its building computed
 
     def new_tape(args):
-        primal = _trace(f, args, argnums)
+        computed: dict = {}
+        primal = _trace(f, args, argnums, computed)
         wrt, _, slots = _wrt(primal, argnums, nargs)
+        plain = all(type(a) is np.ndarray for a in primal.flatten_args(args))    # no tracer, no Python scalar
         known: dict = {}
-        lin = build_linearized(primal, _values(primal, args), wrt, known)
+        lin = build_linearized(primal, _values(primal, args), wrt, known, computed if plain else None)
         out = [known[x] if type(x) is Var else x.value for x in lin.forward.outputs]
         if optimize:
             lin = replace(lin, forward=run_passes(lin.forward), tangent=run_passes(lin.tangent))
         traced = _Traced(primal, wrt, slots, lin, rules_of(primal))
-        if all(type(a) is np.ndarray for a in primal.flatten_args(args)):   # no tracer, no Python scalar:
+        if plain:
             fresh[id(traced)] = out         # what running the forward tape would give, computed once
         return traced
 
