@@ -79,6 +79,9 @@ COMPLEX = {np.subtract, np.multiply, np.true_divide, np.power, np.float_power, n
 # -- sample inputs (ad.samples) and kinks -------------------------------------------------------
 INTEGERS = (-2.0, -1.0, 0.0, 1.0, 2.0)
 FRACTION, DIVISOR = In(lo=0.1, hi=0.9), In("y", lo=1.5, hi=2.0)
+# quotients in (1.05, 1.93) and (-1.93, -1.05): the divisor's derivative (-trunc or -floor of the
+# quotient) is nonzero there, so a wrong divisor term cannot hide behind a zero
+ABOVE_DIVISOR, BELOW_MINUS_DIVISOR = In(lo=2.1, hi=2.9), In(lo=-2.9, hi=-2.1)
 UNIT = In(lo=-0.9, hi=0.9, domain=(-1.0, 1.0))
 
 
@@ -115,7 +118,8 @@ SAMPLES = {
     np.true_divide: _binary(F, In("y", lo=0.5, hi=2.0)),
     **dict.fromkeys((np.power, np.float_power),
                     _binary(In(lo=0.5, hi=2.0, domain=(0.0, None)), In("y", lo=-1.5, hi=1.5))),
-    **dict.fromkeys((np.remainder, np.fmod, np.floor_divide), _binary(FRACTION, DIVISOR)),
+    **dict.fromkeys((np.remainder, np.fmod, np.floor_divide), _binary(FRACTION, DIVISOR)
+                    + _binary(ABOVE_DIVISOR, DIVISOR) + _binary(BELOW_MINUS_DIVISOR, DIVISOR)),
     np.copysign: _binary(In(lo=0.5, hi=2.0), In("y", lo=0.5, hi=2.0)),
     np.nextafter: _binary(DISTINCT, DISTINCT_Y),
     # non-differentiable: their rules return NoTangent, checked against zero derivatives
@@ -130,7 +134,7 @@ SAMPLES = {
     # finite differences step every operand as a float, which ldexp refuses for its exponent
     np.ldexp: (Sample((F, literal(3))), Sample((F, literal(np.array([1, -2, 0, 3]))), shapes=("vector", "matrix"))),
     np.frexp: _unary(In(lo=1.1, hi=1.9)),    # one binade: the exponent jumps at powers of two
-    np.divmod: _binary(FRACTION, DIVISOR),
+    np.divmod: _binary(FRACTION, DIVISOR) + _binary(ABOVE_DIVISOR, DIVISOR) + _binary(BELOW_MINUS_DIVISOR, DIVISOR),
 }
 
 
