@@ -127,28 +127,26 @@ def scalar_loss_for(xnp):
     return scalar_loss
 
 
-def scalar_grad_by_math(xs):
+def _scalar_grad(xs, lib):
     """d total / d xs[i]: the product of the rounds' derivatives, accumulated going forward."""
     grads = []
     for x in xs:
         g = 1.0
         for _ in range(ROUNDS):
-            g = g * (0.9 * math.cos(x) + 0.1)
-            x = math.sin(x) * 0.9 + 0.1 * x
+            g = g * (0.9 * lib.cos(x) + 0.1)
+            x = lib.sin(x) * 0.9 + 0.1 * x
         grads.append(g)
     return grads
+
+
+def scalar_grad_by_math(xs):
+    """The hand gradient with ``math``'s functions."""
+    return _scalar_grad(xs, math)
 
 
 def scalar_grad_by_hand(xs):
     """The same with numpy's functions (on Python floats, as the traced program calls them)."""
-    grads = []
-    for x in xs:
-        g = 1.0
-        for _ in range(ROUNDS):
-            g = g * (0.9 * np.cos(x) + 0.1)
-            x = np.sin(x) * 0.9 + 0.1 * x
-        grads.append(g)
-    return grads
+    return _scalar_grad(xs, np)
 
 
 def _scalar_torch(torch, args):

@@ -188,14 +188,7 @@ def closure_html(model: DebugModel, listing: Listing, comparison, name: str | No
     if c.fallback:
         head += (f'<div class="tv-fallback">opaque fallback: this rule could not be lifted, so its pullback '
                  f'runs as a closure in the tape too. Reason: {esc(c.fallback)}</div>')
-    block = "".join(f'<div class="tv-eq" data-var="{esc(repr(model.eqns[i].outputs[0]))}">{listing.line(i)}</div>'
-                    for i in c.block) or '<div class="tv-eq">(no equations: the cotangents pass through)</div>'
-    if c.error:
-        verdict = f'<div class="tv-verdict tv-bad">the closure form raised {esc(c.error)}</div>'
-    else:
-        verdict = (f'<div class="tv-verdict {"tv-good" if c.ok else "tv-bad"}">'
-                   f'{"closure and lifted agree" if c.ok else "closure and lifted DIFFER"} '
-                   f'(relative tolerance {c.tolerance:.1e})</div>')
+    block, verdict = _block_and_verdict(model, listing, c, "the cotangents pass through")
     rows = "".join(_row_html(listing, row) for row in c.rows)
     helpers = "".join(f'<div class="tv-caption">made from</div><pre>{esc(h)}</pre>' for h in c.helpers)
     return (f'<div class="tv-closure-panel"{attr("data-instance", inst.name)}{attr("data-ok", str(c.ok).lower())}'
@@ -278,6 +271,17 @@ def compare_tangents(model: DebugModel, eqn: int) -> TangentComparison:
     return result
 
 
+def _block_and_verdict(model: DebugModel, listing: Listing, c, empty: str) -> tuple[str, str]:
+    """The compared block's equations and the verdict line, shared by both modes' panels."""
+    block = "".join(f'<div class="tv-eq" data-var="{esc(repr(model.eqns[i].outputs[0]))}">{listing.line(i)}</div>'
+                    for i in c.block) or f'<div class="tv-eq">(no equations: {empty})</div>'
+    if c.error:
+        return block, f'<div class="tv-verdict tv-bad">the closure form raised {esc(c.error)}</div>'
+    return block, (f'<div class="tv-verdict {"tv-good" if c.ok else "tv-bad"}">'
+                   f'{"closure and lifted agree" if c.ok else "closure and lifted DIFFER"} '
+                   f'(relative tolerance {c.tolerance:.1e})</div>')
+
+
 def tangent_html(model: DebugModel, listing: Listing, comparison, name: str | None) -> str:
     if comparison is None:
         what = f"{esc(name)} belongs to no pushforward" if name else "nothing selected"
@@ -286,14 +290,7 @@ def tangent_html(model: DebugModel, listing: Listing, comparison, name: str | No
     c = comparison
     head = (f'<div class="tv-closure-h">pushforward of <b>{esc(c.prim.name)}</b> for {listing.var(c.name)}'
             f' at <code>{esc(c.source or "?")}</code></div>')
-    block = "".join(f'<div class="tv-eq" data-var="{esc(repr(model.eqns[i].outputs[0]))}">{listing.line(i)}</div>'
-                    for i in c.block) or '<div class="tv-eq">(no equations: no tangent reaches it)</div>'
-    if c.error:
-        verdict = f'<div class="tv-verdict tv-bad">the closure form raised {esc(c.error)}</div>'
-    else:
-        verdict = (f'<div class="tv-verdict {"tv-good" if c.ok else "tv-bad"}">'
-                   f'{"closure and lifted agree" if c.ok else "closure and lifted DIFFER"} '
-                   f'(relative tolerance {c.tolerance:.1e})</div>')
+    block, verdict = _block_and_verdict(model, listing, c, "no tangent reaches it")
     rows = "".join(_row_html(listing, row, "no tangent") for row in c.rows)
     return (f'<div class="tv-closure-panel"{attr("data-instance", c.name)}{attr("data-ok", str(c.ok).lower())}'
             f' data-mode="forward">{head}{verdict}'
