@@ -11,7 +11,7 @@ from ad.checks import fuzz  # noqa: E402
 PROGRAMS, SEED = 400, 5
 
 
-def main(programs: int = PROGRAMS, seed: int = SEED) -> str:
+def run(programs: int = PROGRAMS, seed: int = SEED) -> str:
     fuzz.COUNTS.clear()
     fuzz.TIMES.clear()
     fuzz.cases()                                   # the registry's cases, drawn once per process
@@ -31,4 +31,4 @@ def main(programs: int = PROGRAMS, seed: int = SEED) -> str:
 
 
 if __name__ == "__main__":
-    print(main())
+    print(run())
