@@ -57,6 +57,24 @@ UI_TIMEOUT_MS = 30_000
 LOOPBACK = re.compile(r"^(https?|wss?)://(127\.0\.0\.1|localhost|\[::1\])[:/]")
 
 
+def open_offline(browser, path: Path, **context_options):
+    """A static page opened from file://, recording every request and uncaught page error:
+    ``(context, page, requests, errors)``. Check it with ``assert_offline``."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, **context_options)
+    requests, errors = [], []
+    context.on("request", lambda r: requests.append(r.url))
+    page = context.new_page()
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(path.as_uri())
+    return context, page, requests, errors
+
+
+def assert_offline(path: Path, requests: list, errors: list) -> None:
+    """The page raised nothing and asked for nothing but itself and its own blob: scripts."""
+    assert not errors, errors
+    assert [u for u in requests if not u.startswith("blob:")] == [path.as_uri()], requests
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))

@@ -102,8 +102,8 @@ def _linear(ctx):
         fx, fy = f(xs), f(ys)
         scaled = f([_like(x, a * np.asarray(x)) for x in xs])
         summed = f([_like(x, np.asarray(x) + np.asarray(y)) for x, y in zip(xs, ys)])
-        homogeneity = max([float(np.max(np.abs(s - a * u), initial=0.0)) for s, u in zip(scaled, fx)] + [0.0])
-        additivity = max([float(np.max(np.abs(s - u - v), initial=0.0)) for s, u, v in zip(summed, fx, fy)] + [0.0])
+        homogeneity = _max([s - a * u for s, u in zip(scaled, fx)])
+        additivity = _max([s - u - v for s, u, v in zip(summed, fx, fy)])
         allowed = tol * max(_max(fx), _max(fy), _max(scaled), _max(summed), 1e-300)
         if homogeneity > allowed or additivity > allowed:
             failed = [f"f({a} x) - {a} f(x) is {homogeneity:.3g}"] * (homogeneity > allowed) + \

@@ -6,6 +6,7 @@ import pytest
 from playwright.sync_api import expect
 
 import tapeviz
+from browser import assert_offline, open_offline
 
 pytestmark = pytest.mark.browser
 
@@ -18,13 +19,7 @@ def test_the_forward_page_steps_through_pushforwards_offline(browser, artifacts,
     dbg = tapeviz.debug_jvp(f, (np.linspace(-1, 1, 3), np.eye(3)), (np.ones(3), None))
     dbg.step_to(4)                                   # the last forward step: next is the first pushforward
     path = dbg.to_html(tmp_path / "forward.html")
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    requests = []
-    context.on("request", lambda r: requests.append(r.url))
-    pg = context.new_page()
-    errors = []
-    pg.on("pageerror", lambda exc: errors.append(str(exc)))
-    pg.goto(path.as_uri())
+    context, pg, requests, errors = open_offline(browser, path)
     root = pg.locator(".tv-root")
     phase = root.locator(".tv-phase")
     expect(phase).to_have_attribute("data-step", "4")
@@ -47,6 +42,5 @@ def test_the_forward_page_steps_through_pushforwards_offline(browser, artifacts,
     expect(cards.locator('.tv-card[data-role="tangent"]')).to_contain_text("tangent value")
     expect(root.locator(".tv-graph svg")).to_have_count(1)       # the pane is laid out in the page
     pg.screenshot(path=str(artifacts / "debugger_forward_page.png"), full_page=True)
-    assert not errors, errors
-    assert [u for u in requests if not u.startswith("blob:")] == [path.as_uri()], requests
+    assert_offline(path, requests, errors)
     context.close()

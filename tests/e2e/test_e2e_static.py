@@ -8,6 +8,7 @@ from playwright.sync_api import expect
 import ad
 import tapeviz
 from ad.examples import mlp_example, mlp_loss
+from browser import assert_offline, open_offline
 from debugger_notebook import HOSTILE
 
 pytestmark = pytest.mark.browser
@@ -35,13 +36,7 @@ def static_page(tmp_path_factory):
 
 def test_the_page_steps_selects_and_compares_offline(static_page, browser, artifacts):
     dbg, path = static_page
-    context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
-    requests = []
-    context.on("request", lambda r: requests.append(r.url))
-    pg = context.new_page()
-    errors = []
-    pg.on("pageerror", lambda exc: errors.append(str(exc)))
-    pg.goto(path.as_uri())
+    context, pg, requests, errors = open_offline(browser, path, accept_downloads=True)
     root = pg.locator(".tv-root")
     phase = root.locator(".tv-phase")
     expect(phase).to_have_attribute("data-step", "0")
@@ -99,8 +94,7 @@ def test_the_page_steps_selects_and_compares_offline(static_page, browser, artif
         root.locator(".tv-download a").click()
     assert open(info.value.path(), encoding="utf-8").read().startswith("digraph")
     pg.screenshot(path=str(artifacts / "debugger_static_page.png"), full_page=True)
-    assert not errors, errors
-    assert [u for u in requests if not u.startswith("blob:")] == [path.as_uri()], requests
+    assert_offline(path, requests, errors)
     context.close()
 
 
