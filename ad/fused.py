@@ -9,7 +9,8 @@ compile the same kernel (and 17 s for the 16-float one) and runs slower, and num
 one expression per call, so it cannot share the forward values with the backward pass.
 
 Kernels are cached on disk by the hash of their source, the compiler and its flags
-(``$TAPEVIZ_FUSED_CACHE``, else ``~/.cache/tapeviz/fused``): a kernel compiles once per machine.
+(``$TAPEVIZ_FUSED_CACHE``, else ``~/.cache/tapeviz/fused``): a kernel compiles once per machine;
+the least recently used are deleted past ``$TAPEVIZ_FUSED_CACHE_MB`` (512 MB).
 What the loops compute follows numpy: IEEE arithmetic without fast-math, maximum and minimum
 propagate NaN, sigmoid is split at 0 as ``ad.nn`` computes it. Sums add in loop order where numpy
 adds pairwise, so results agree to rounding.
@@ -377,7 +378,45 @@ def build(source: str, n_eqns: int = 0, optimise: bool = True) -> ctypes.CDLL:
                 raise RuntimeError(f"ad.compile(backend='fused'): the C compiler refused the generated kernels "
                                    f"(a bug in ad.fused; use backend='numpy' meanwhile):\n{done.stderr[:2000]}")
             os.replace(so_file, path)
+        prune(folder, keep=path)
+    else:
+        try:
+            os.utime(path)      # recently used: pruned last
+        except OSError:         # a read-only shared cache
+            pass
     return ctypes.CDLL(path)
+
+
+def cache_limit() -> int:
+    """The kernel cache's size bound in bytes: ``$TAPEVIZ_FUSED_CACHE_MB`` megabytes, else 512."""
+    return int(float(os.environ.get("TAPEVIZ_FUSED_CACHE_MB", 512)) * 2**20)
+
+
+def prune(folder: str, keep: str = "") -> list[str]:
+    """Delete the least recently used libraries until the cache fits ``cache_limit()``, so a
+    long-lived cache does not grow without end; ``keep`` (the one just built) stays. A process
+    that has a deleted library loaded keeps its mapping; the next one rebuilds it."""
+    entries = []
+    for name in os.listdir(folder):
+        path = os.path.join(folder, name)
+        if name.endswith(".so") and path != keep:
+            try:
+                st = os.stat(path)
+            except FileNotFoundError:           # pruned by another process meanwhile
+                continue
+            entries.append((st.st_mtime, st.st_size, path))
+    total = sum(size for _, size, _ in entries) + (os.path.getsize(keep) if keep else 0)
+    removed = []
+    for _, size, path in sorted(entries):
+        if total <= cache_limit():
+            break
+        try:
+            os.remove(path)
+        except FileNotFoundError:
+            pass
+        total -= size
+        removed.append(path)
+    return removed
 
 
 # -- the compiled object ----------------------------------------------------------------------

@@ -7,6 +7,8 @@ stays a numpy line; bad arguments and a missing compiler are refused by name.
 Cost: ~29 s of CPU for the file (1,681 tests; ~1.5-2 min of wall time on the loaded 2-core
 machine): collecting and tracing the spec table ~18 s, one C compiler run at -O0 for its 2,161
 loops ~4 s, one at -O2 per generated program (20) ~3 s."""
+import os
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -242,3 +244,21 @@ def test_a_missing_compiler_and_an_unknown_backend_are_named(monkeypatch):
         ad.compile(tape, backend="fused")
     with pytest.raises(ValueError, match="choose one of"):
         ad.compile(tape, backend="numba")
+
+
+def test_the_kernel_cache_drops_the_least_recently_used_past_its_bound(tmp_path, monkeypatch):
+    monkeypatch.setenv("TAPEVIZ_FUSED_CACHE", str(tmp_path))
+    tapes = [ad.trace(lambda x, c=c: np.cos(x) * x + c, np.ones(5)) for c in (1.0, 2.0, 3.0)]
+    first = ad.compile(tapes[0], backend="fused")
+    [first_library] = tmp_path.glob("*.so")
+    second = ad.compile(tapes[1], backend="fused")
+    [second_library] = set(tmp_path.glob("*.so")) - {first_library}
+    for library in (first_library, second_library):
+        os.utime(library, (1, 1))               # both unused for a long time...
+    ad.compile(tapes[0], backend="fused")       # ...until a cache hit marks the first as used now
+    size = first_library.stat().st_size
+    monkeypatch.setenv("TAPEVIZ_FUSED_CACHE_MB", str(2.5 * size / 2**20))   # room for two
+    ad.compile(tapes[2], backend="fused")
+    kept = set(tmp_path.glob("*.so"))
+    assert first_library in kept and second_library not in kept and len(kept) == 2
+    np.testing.assert_allclose(first(np.ones(5)), second(np.ones(5)) - 1.0)   # loaded ones still run
