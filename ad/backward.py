@@ -9,7 +9,7 @@ structural zero, so the pullback of an equation whose outputs have no cotangent 
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
@@ -158,9 +158,9 @@ def backpropagate(prim, kind: str = "dense"):
     return register
 
 
-def _template(e: Eqn, lifted: LiftedRule, kinds: tuple[str, ...], opvals, needs) -> LiftedRule:
+def _template(e: Eqn, lifted: LiftedRule, cts: list, opvals, needs) -> LiftedRule:
     """The lifted pullback to inline: an overload's for the cotangents' kind, or the rule's."""
-    kind = "zero" if "zero" in kinds else "dense"
+    kind = "zero" if None in cts else "dense"
     overload = _BACKPROPAGATE.get((e.prim, kind))
     if overload is None:
         return lifted
@@ -188,20 +188,22 @@ class _Builder:
     def emit(self, prim, inputs, params, outputs, source, origin):
         self.eqns.append(Eqn(prim, tuple(inputs), params, tuple(outputs), source, origin))
 
-    def stage(self, eqns, sub: dict, source) -> list[tuple]:
-        """``eqns`` on new variables (``sub`` maps theirs to the new ones): the arguments of
-        their ``Eqn`` but the origin."""
-        counter, staged = self.counter, []
+    def rename(self, eqns, sub: dict) -> None:
+        """New variables for the outputs of ``eqns``, in order (``sub`` maps theirs to them)."""
+        counter = self.counter
         for t in eqns:
-            outs = tuple(Var(next(counter), v.aval) for v in t.outputs)
-            sub.update(zip(t.outputs, outs))
-            staged.append((t.prim, tuple(sub[x] if type(x) is Var else x for x in t.inputs), t.params,
-                           outs, source or t.source))
-        return staged
+            for v in t.outputs:
+                sub[v] = Var(next(counter), v.aval)
 
-    def inline(self, eqns, sub: dict, source, origin_fn):
-        staged = self.stage(eqns, sub, source)
-        self.eqns.extend(Eqn(*args, origin_fn(t.origin)) for args, t in zip(staged, eqns))
+    def copy(self, eqns, sub: dict, source, origin: Origin, project: Origin | None = None) -> None:
+        """``eqns`` on what ``sub`` maps their operands to (``rename`` made their outputs'; it
+        holds the template's ``literals``), stamped ``origin`` (``project`` for the equations of
+        a projection)."""
+        new, get = self.eqns.append, sub.__getitem__
+        for t in eqns:
+            o = origin if project is None or t.origin.kind != "project" else project
+            new(Eqn(t.prim, tuple(map(get, t.inputs)), t.params, tuple(map(get, t.outputs)),
+                    source or t.source, o))
 
 
 def _add(b: _Builder, a, c, of: Var, source):
@@ -237,26 +239,28 @@ def build(primal: Tape, values: list, wrt: list[int], *, seed: str = "ones",
     instances = []
     fallbacks = []
     for e in primal.eqns:
-        ops = [env[x] if type(x) is Var else x for x in e.inputs]
-        opvals = [vals[x] if type(x) is Var else x.value for x in e.inputs]
-        needs = tuple(type(x) is Var and x in active for x in e.inputs)
-        if not (any(needs) and e.prim.differentiable):
+        ops = list(map(env.get, e.inputs, e.inputs))    # a literal is not in env: itself
+        needs = tuple(map(active.__contains__, e.inputs))
+        if not (True in needs and e.prim.differentiable):
             outs = [b.new(v.aval) for v in e.outputs]
             b.emit(e.prim, ops, e.params, outs, e.source, e.origin)
             env.update(zip(e.outputs, outs))
             continue
         rule_of(e)                       # refuses what has no (checked) rule
+        opvals = [vals[x] if type(x) is Var else x.value for x in e.inputs]
         lifted = lift(e.prim, e.params, opvals, needs, e.source)
         if lifted.fallback:
             fallbacks.append(Fallback(e.prim.name, e.source, lifted.fallback))
-        sub = {a: o for a, o in zip(lifted.args, ops) if type(a) is Var}
-        start = len(b.eqns)
-        staged = b.stage(lifted.fwd, sub, e.source)
-        outs = [_rule_output(b, sub, o, lifted, v, e) for o, v in zip(lifted.outs, e.outputs)]
-        origin = Origin("primal", of=outs[0], rule=e.prim.name)
-        # the rule's body, then what _rule_output added, all stamped as this instance's
-        b.eqns[start:] = [Eqn(*args, origin) for args in staged] + [replace(t, origin=origin)
-                                                                     for t in b.eqns[start:]]
+        sub = lifted.literals.copy()    # template variable (or literal) -> joint operand
+        sub.update(zip(lifted.args, ops))
+        b.rename(lifted.fwd, sub)
+        extra = []                       # what _rule_output adds after the rule's body
+        outs = (list(map(sub.__getitem__, lifted.outs)) if lifted.computes_outputs else
+                [_rule_output(b, sub, o, lifted, v, e, extra) for o, v in zip(lifted.outs, e.outputs)])
+        origin = Origin("primal", outs[0], e.prim.name)
+        b.copy(lifted.fwd, sub, e.source, origin)    # all stamped as this instance's
+        for args in extra:
+            b.emit(*args, origin)
         env.update(zip(e.outputs, outs))
         instances.append((e, lifted, sub, ops, outs, opvals, needs))
     n_forward = len(b.eqns)
@@ -280,20 +284,21 @@ def build(primal: Tape, values: list, wrt: list[int], *, seed: str = "ones",
                 ct[out] = s if out not in ct else _add(b, ct[out], s, out, None)
 
     for e, lifted, sub, ops, outs, opvals, needs in reversed(instances):
-        cts = [ct.get(o) for o in outs]
-        if all(c is None for c in cts):
+        cts = list(map(ct.get, outs))
+        if cts.count(None) == len(cts):
             continue
-        kinds = tuple("zero" if c is None else "dense" for c in cts)
-        template = _template(e, lifted, kinds, opvals, needs)
-        cts = [_zeros(b, o.aval, o, "zeros", e.source) if c is None else c for c, o in zip(cts, outs)]
-        bsub = dict(sub)
+        template = _template(e, lifted, cts, opvals, needs)
+        if None in cts:
+            cts = [_zeros(b, o.aval, o, "zeros", e.source) if c is None else c for c, o in zip(cts, outs)]
+        bsub = sub                   # the instance's own map, not needed after its pullback
         if template is not lifted:   # an overload: its primal outputs are this instance's
+            bsub.update(template.literals)
             bsub.update({a: o for a, o in zip(template.args, ops) if type(a) is Var})
             bsub.update({t: o for t, o in zip(template.outs, outs) if type(t) is Var})
         bsub.update(zip(template.cts, cts))
-        pullback = Origin("pullback", of=outs[0], rule=e.prim.name)
-        b.inline(template.bwd, bsub, e.source, lambda o, pullback=pullback: pullback if o.kind != "project"
-                 else Origin("project", of=pullback.of, rule=pullback.rule))
+        b.rename(template.bwd, bsub)
+        b.copy(template.bwd, bsub, e.source, Origin("pullback", outs[0], e.prim.name),
+               Origin("project", outs[0], e.prim.name) if template.projects else None)
         for target, g, needed in zip(ops, template.grads, needs):
             if g is None or not needed:
                 continue
@@ -345,12 +350,12 @@ def check_seed(primal: Tape, wrt, holomorphic: bool) -> None:
             location=location)
 
 
-def _rule_output(b: _Builder, sub, o, lifted: LiftedRule, primal_var: Var, e: Eqn):
+def _rule_output(b: _Builder, sub, o, lifted: LiftedRule, primal_var: Var, e: Eqn, extra: list):
     """The joint variable of a rule's output. An output the rule did not compute (it returned an
-    operand or a constant) gets its own equation, so that it has a cotangent of its own."""
+    operand or a constant) gets its own equation (into ``extra``: the arguments of its ``Eqn``
+    but the origin), so that it has a cotangent of its own."""
     if type(o) is Var and o not in lifted.args:
         return sub[o]
     out = b.new(primal_var.aval)
-    b.emit(positive_p, (sub[o] if type(o) is Var else o,), (), (out,), e.source,
-           Origin("primal", rule=e.prim.name))
+    extra.append((positive_p, (sub[o] if type(o) is Var else o,), (), (out,), e.source))
     return out

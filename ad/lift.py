@@ -12,6 +12,7 @@ Lifted rules are cached per (primitive, params, operand avals, which operands ne
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,6 +45,22 @@ class LiftedRule:
     bwd: tuple[Eqn, ...]
     grads: tuple
     fallback: str | None = None
+
+    @functools.cached_property
+    def literals(self) -> dict:
+        """Every literal operand of its equations, mapped to itself: the start of a substitution
+        that maps every operand (``backward._Builder.copy``)."""
+        return {x: x for e in self.fwd + self.bwd for x in e.inputs if type(x) is Lit}
+
+    @functools.cached_property
+    def computes_outputs(self) -> bool:
+        """Whether every output is a variable of its primal body (not an operand, not a literal)."""
+        return all(type(o) is Var and o not in self.args for o in self.outs)
+
+    @functools.cached_property
+    def projects(self) -> bool:
+        """Whether the pullback projects a cotangent (some equations have origin "project")."""
+        return any(e.origin.kind == "project" for e in self.bwd)
 
     @property
     def residuals(self) -> list[Var]:
@@ -89,15 +106,14 @@ def lift(prim: Primitive, params: tuple, values: list, needs_grad: tuple[bool, .
     """The lifted form of ``prim``'s rule (or of ``rule``, standing in for it) at operands like
     ``values``; cached by their avals."""
     rule = rule or prim.rule
-    avals = [Aval.of(v) for v in values]
-    key = (rule,) + cache_key(prim, params, [(type(v), v) if is_weak(v) else a
-                                              for v, a in zip(values, avals)], needs_grad)
+    key = (rule,) + cache_key(prim, params, map(_operand_key, values), needs_grad)
     try:
         hit = _CACHE.get(key)
     except TypeError:       # unhashable params: lift every time
         key, hit = None, None
     if hit is not None:
         return hit
+    avals = [Aval.of(v) for v in values]
     try:
         lifted = _trace_rule(prim, rule, params, values, needs_grad, source)
     except TraceError as exc:           # an escape: the rule is not numpy code with rules
@@ -113,7 +129,22 @@ def lift(prim: Primitive, params: tuple, values: list, needs_grad: tuple[bool, .
 
 def is_weak(x) -> bool:
     """Python scalars keep numpy's weak-scalar promotion, so they stay literals in templates."""
-    return type(x) in (bool, int, float, complex)
+    return type(x) in _WEAK
+
+
+_WEAK = frozenset((bool, int, float, complex))
+
+
+def _operand_key(v):
+    """What a template depends on of an operand: its shape and dtype (its aval's fields: a
+    tuple hashes in C, an ``Aval`` in Python), or a Python scalar's type and value (a literal)."""
+    t = type(v)
+    if t is np.ndarray:
+        return v.shape, v.dtype
+    if t in _WEAK:
+        return t, v
+    a = Aval.of(v)
+    return a.shape, a.dtype
 
 
 def _reason(exc: Exception) -> str:
