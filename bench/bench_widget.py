@@ -88,7 +88,17 @@ def kernel_stages(n_eqns: int) -> dict:
 CLICK_JS = """async (clicks) => {
   const root = document.querySelector('.tv-root');
   const phase = root.querySelector('.tv-phase'), pane = root.querySelector('.tv-graph-pane');
-  const painted = () => new Promise((done) => requestAnimationFrame(() => setTimeout(done)));
+  // the view writes the DOM in an animation frame: a change seen during a frame (from its
+  // animation callbacks to the task after it) is on screen when the frame ends, one seen between
+  // frames when the next one ends
+  let inFrame = false, measuring = true;
+  const frames = () => {
+    inFrame = true;
+    setTimeout(() => { inFrame = false; });
+    if (measuring) requestAnimationFrame(frames);
+  };
+  requestAnimationFrame(frames);
+  const painted = () => new Promise((done) => (inFrame ? setTimeout(done) : requestAnimationFrame(() => setTimeout(done))));
   const until = (node, step, confirmed) => new Promise((done) => {
     const there = () => node.dataset.step === step && (!confirmed || node.dataset.confirmed === "true");
     if (there()) return done();
@@ -109,6 +119,7 @@ CLICK_JS = """async (clicks) => {
     await until(phase, step, true);
     out.push([t1 - t0, t2 - t0, tm - t0, performance.now() - t0]);
   }
+  measuring = false;
   return out;
 }"""
 

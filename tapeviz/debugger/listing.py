@@ -5,6 +5,9 @@ Only a window of rows around the cursor is drawn; each equation's text is format
 cached, and what depends on the cursor (the current step, partners) is added around it as
 classes. The view re-applies those classes for whatever step it shows (a static page draws one
 listing for every step), and tints variables (written, partners, selected) the same way.
+Every line has a fixed height (an equation's text gives way to an ellipsis before its outputs
+and tags; its check badges take a second line), so the view knows each row's height from the
+markup and draws only the rows in view (see ``static/debugger.js``).
 """
 from __future__ import annotations
 
@@ -100,7 +103,9 @@ class Listing:
             reason = next((f.reason for f in self.model.fallbacks
                            if f.rule == o.rule and f.source == e.source), "the rule could not be lifted")
             tail += f'<span class="tv-tag tv-tag-opaque"{attr("title", reason)}>opaque closure</span>'
-        return f'<span class="tv-n">#{i}</span>{lhs} = {rhs} {ops}{tail}'
+        # one line of fixed height: the text gives way (an ellipsis) to the outputs and tags
+        return (f'<span class="tv-line"><span class="tv-text"><span class="tv-n">#{i}</span>{lhs} = {rhs} {ops}'
+                f'</span>{tail}</span>')
 
     def window(self, cursor: int | None = None) -> tuple[int, int]:
         """The rows [lo, hi) drawn around a cursor row (default: the model's)."""
@@ -180,8 +185,8 @@ class Listing:
                 if i == selected:
                     cls += " tv-sel"
             badges = ""
-            if i in marks:
-                badges = "".join(_badge(k) for k in marks[i])
+            if i in marks:                    # on a line of their own, under the equation's
+                badges = f'<span class="tv-badges">{"".join(_badge(k) for k in marks[i])}</span>'
                 cls += " tv-failed" if any(k.status == "fail" for k in marks[i]) else " tv-warned"
             out.append(f'{before}<div class="tv-eq{cls}"{tail}{badges}</div>')
         return "".join(out)

@@ -7,9 +7,11 @@
    notebook the model is anywidget's and Python answers by updating the traits; on a static page
    it is a Session built from the states the page embeds, which answers the same messages. What
    depends on the cursor or the selection (current line, partners, tints, notes) is applied here
-   by classes, so one listing or card serves every step; new markup for the listing and the
-   residuals keeps the rows that did not change (refill), so a step re-lays out only what it
-   changed, and Graphviz lays out in a Web Worker.
+   by classes, so one listing or card serves every step. The listing is virtualised (only the
+   rows in view are in the DOM; their heights follow from the markup, so scrolling to the current
+   line reads no layout), new markup for the residuals keeps the rows that did not change
+   (refill), the view writes the DOM once per animation frame, and Graphviz lays out in a Web
+   Worker.
 
    A click need not wait for the kernel: the view keeps the steps around the cursor, sent ahead
    by Python ({action: "ahead"}, a bounded cache per context: granularity, selection, checks) with
@@ -42,9 +44,14 @@ function el(tag, attrs = {}, ...children) {
   return node;
 }
 
-/* Text that did not change is not set again (setting it would lay the page out again). */
+/* Text and properties that did not change are not set again (setting them would lay the page
+   out or paint it again). */
 function setText(node, text) {
   if (node.textContent !== text) node.textContent = text;
+}
+
+function setProperty(node, name, value) {
+  if (node[name] !== value) node[name] = value;
 }
 
 function button(cls, text, title) {
@@ -467,6 +474,199 @@ function patchRows(live, fresh) {
   }
 }
 
+/* Heights (px) of the listing's parts, as the stylesheet fixes them (.tv-listing): an equation's
+   line (its check badges take a second one), a block's header, a row's padding and border, the
+   column headings; the scroll box's height inside its border, and the margin of rows drawn
+   beyond it on each side. */
+const LINE = 17;
+const BLOCK_HEAD = 15;
+const ROW_PAD = 5;
+const HEADINGS = 22;
+const VIEW = 438;
+const MARGIN = 400;
+
+function lineHeight(line) {
+  if (line.classList.contains("tv-block-h")) return BLOCK_HEAD;
+  return line.classList.contains("tv-failed") || line.classList.contains("tv-warned") ? 2 * LINE : LINE;
+}
+
+/* A row's height from its markup: its taller cell's lines. */
+function rowHeight(row) {
+  if (row.classList.contains("tv-more")) return LINE + ROW_PAD;
+  let height = LINE;
+  for (const cell of row.children) {
+    let h = 0;
+    for (const line of cell.children) h += lineHeight(line);
+    height = Math.max(height, h);
+  }
+  return height + ROW_PAD;
+}
+
+/* The listing, virtualised: Python's rows (a window around the cursor, or a static page's whole
+   tape) are parsed once per markup and kept out of the DOM but for those in view and a margin,
+   between two spacers. Every row's height follows from its markup (fixed-height lines), so where
+   a row is and where to scroll to show the current line is arithmetic: the listing never reads
+   the layout, and the one write that makes the browser lay out (the scroll position) comes last
+   in the view's frame. The scroll box stays when new markup comes (its scroll position stays on
+   the row at the top). */
+class Listing {
+  constructor(view) {
+    this.view = view;
+    this.holder = view.ui.listing;
+    this.scroller = null;
+    this.rows = [];
+    this.tops = [0];               // tops[k]: where row k starts, below the headings
+    this.index = new Map();        // data-row -> k
+    this.first = 0;                // the rows [first, last) in the DOM
+    this.last = 0;
+    this.top = 0;                  // the scroll position, as the view set it or last saw it
+    this.write = false;            // this.top is not written yet
+    this.resized = new ResizeObserver(() => this.settle());
+  }
+
+  show(html) {
+    const fresh = document.createElement("template");
+    fresh.innerHTML = html;
+    const root = fresh.content.firstElementChild;
+    const body = root && root.querySelector(".tv-scroll tbody");
+    if (!body) {
+      this.holder.innerHTML = html;
+      this.scroller = null;
+      this.rows = [];
+      return;
+    }
+    const anchor = this.anchor();
+    this.rows = [...body.children];
+    this.tops = [0];
+    this.index = new Map();
+    this.rows.forEach((row, k) => {
+      const height = rowHeight(row);
+      row.style.height = `${height}px`;
+      this.tops.push(this.tops[k] + height);
+      if (row.dataset.row !== undefined) this.index.set(Number(row.dataset.row), k);
+    });
+    const live = this.scroller && this.holder.firstElementChild;
+    if (live) {                    // the same box: its attributes, headings and rows change
+      for (const { name } of [...live.attributes]) if (!root.hasAttribute(name)) live.removeAttribute(name);
+      for (const { name, value } of root.attributes) if (live.getAttribute(name) !== value) live.setAttribute(name, value);
+      const head = root.querySelector("thead"), liveHead = live.querySelector("thead");
+      if (head && liveHead && head.innerHTML !== liveHead.innerHTML) liveHead.replaceWith(head);
+      for (const row of this.body.querySelectorAll(":scope > tr:not(.tv-pad)")) row.remove();
+    } else {
+      body.replaceChildren();
+      body.classList.add("tv-virtual");
+      this.body = body;
+      this.padTop = el("tr", { class: "tv-pad" });
+      this.padBottom = el("tr", { class: "tv-pad" });
+      body.append(this.padTop, this.padBottom);
+      this.holder.replaceChildren(root);
+      this.scroller = root.querySelector(".tv-scroll");
+      this.scroller.addEventListener("scroll", () => {
+        this.top = this.scroller.scrollTop;
+        this.render();
+      }, { passive: true });
+      this.resized.disconnect();
+      this.resized.observe(this.scroller);
+      this.top = 0;
+    }
+    this.first = this.last = 0;
+    if (anchor) {
+      const k = this.index.get(anchor.row);
+      if (k !== undefined) this.scrollTo(this.tops[k] + anchor.offset);
+    }
+    this.render();
+  }
+
+  /* The row at the top of the box and how far into it the box is scrolled. */
+  anchor() {
+    if (!this.scroller || !this.rows.length) return null;
+    const k = this.rowAt(this.top);
+    const row = this.rows[k].dataset.row;
+    return row === undefined ? null : { row: Number(row), offset: this.top - this.tops[k] };
+  }
+
+  /* The last row starting at or above y. */
+  rowAt(y) {
+    let lo = 0, hi = this.rows.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (this.tops[mid] <= y) lo = mid; else hi = mid - 1;
+    }
+    return lo;
+  }
+
+  /* Put the rows in view (and a margin) in the DOM; those already there stay while they cover
+     the view and half the margin. */
+  render() {
+    const { rows, tops } = this;
+    if (!this.scroller || !rows.length) return;
+    const total = tops[rows.length];
+    const covered = (first, last, margin) => first < last && tops[first] <= Math.max(this.top - margin, 0) &&
+      tops[last] >= Math.min(this.top + VIEW + margin, total);
+    if (covered(this.first, this.last, MARGIN / 2)) return;
+    const first = this.rowAt(this.top - MARGIN);
+    const last = Math.min(this.rowAt(this.top + VIEW + MARGIN) + 1, rows.length);
+    for (let k = this.first; k < this.last; k++) if (k < first || k >= last) rows[k].remove();
+    let added;
+    if (first >= this.last || last <= this.first) {
+      added = rows.slice(first, last);
+      this.padTop.after(...added);
+    } else {
+      const above = rows.slice(first, Math.max(first, this.first));
+      const below = rows.slice(Math.min(last, this.last), last);
+      this.padTop.after(...above);
+      this.padBottom.before(...below);
+      added = above.concat(below);
+    }
+    this.padTop.style.height = `${tops[first]}px`;
+    this.padBottom.style.height = `${total - tops[last]}px`;
+    this.first = first;
+    this.last = last;
+    this.view.decorateRows(added);
+  }
+
+  scrollTo(top) {
+    const max = Math.max(0, HEADINGS + this.tops[this.rows.length] - VIEW);
+    top = Math.round(Math.min(Math.max(top, 0), max));
+    if (top !== this.top) {
+      this.top = top;
+      this.write = true;
+    }
+  }
+
+  /* Scroll the current line into view when the box hides it (above its top 30 px, or below 60%
+     of its height), to a third of the height. */
+  reveal(step) {
+    const k = this.index.get(step.row);
+    if (k === undefined) return;
+    let y = this.tops[k] + HEADINGS + 2 - this.top;             // the row's first line, in the box
+    const line = this.rows[k].querySelector(`.tv-eq[data-eq="${step.start}"]`);
+    for (let above = line && line.previousElementSibling; above; above = above.previousElementSibling) {
+      y += lineHeight(above);
+    }
+    const height = Math.min(VIEW, HEADINGS + this.tops[this.rows.length]);
+    if (y < 30 || y > height * 0.6) this.scrollTo(this.top + y - height / 3);
+  }
+
+  /* The frame's last write: the scroll position. */
+  commit() {
+    this.render();
+    if (this.write && this.scroller) this.scroller.scrollTop = this.top;
+    this.write = false;
+  }
+
+  /* Laid out (shown, resized): a scroll position written while the box had no layout (a hidden
+     tab, not yet in the page) is written again; one the box could not take is taken back. */
+  settle() {
+    if (!this.scroller || !this.scroller.clientHeight) return;
+    if (this.scroller.scrollTop !== this.top) this.scroller.scrollTop = this.top;
+    if (this.scroller.scrollTop !== this.top) {
+      this.top = this.scroller.scrollTop;
+      this.render();
+    }
+  }
+}
+
 class View {
   constructor(model, root) {
     this.model = model;
@@ -474,6 +674,7 @@ class View {
     root.classList.add("tv-root");
     this.ui = skeleton(root);
     this.graph = new GraphPane(this);
+    this.listing = new Listing(this);
     this.playing = null;
     this.listen();
     this.onMessage = (msg) => this.answer(msg);
@@ -482,6 +683,8 @@ class View {
     this.seq = 0;                  // the last action this view sent; frames echo it and the view's name
     this.name = Math.random().toString(36).slice(2);
     this.guessed = null;           // the traits of a step painted ahead of the kernel's answer
+    this.fresh = false;            // ... not painted yet
+    this.scheduled = false;        // a frame is asked for
     this.skipped = false;          // frames older than the last action were not painted
     this.ahead = new Map();        // `${context}#${index}` -> a step sent ahead
     this.asked = new Set();
@@ -500,11 +703,21 @@ class View {
     this.send({ action: "hello" });
   }
 
-  /* One update changes several traits, each announced on its own: paint them all at once, after
-     the last (one pass over the classes, one layout). */
+  /* One update changes several traits, each announced on its own, and clicks may come faster
+     than frames: the view writes the DOM once per frame, in an animation frame, for all of them
+     (one pass over the classes, one layout). */
   invalidate(trait) {
-    if (!this.dirty.size) queueMicrotask(() => this.flush());
     this.dirty.add(trait);
+    this.schedule();
+  }
+
+  schedule() {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    requestAnimationFrame(() => {
+      this.scheduled = false;
+      this.flush();
+    });
   }
 
   flush() {
@@ -513,11 +726,13 @@ class View {
     const frame = this.model.get("_frame");
     if (frame && frame.by === this.name && frame.seq < this.seq) {   // a newer action's answer is coming
       this.skipped = true;
-      return;
+      if (!this.fresh) return;                                        // a guess for it is not shown yet
+    } else if (this.guessed || this.skipped) {
+      dirty = new Set(TRAITS);                                        // the kernel's answer, whole
+      this.guessed = null;
+      this.skipped = false;
     }
-    if (this.guessed || this.skipped) dirty = new Set(TRAITS);   // the kernel's answer, whole
-    this.guessed = null;
-    this.skipped = false;
+    this.fresh = false;
     this.paint(dirty);
     if (!this.guessed) this.prefetch();
   }
@@ -532,7 +747,8 @@ class View {
       if (this.applied[trait] === html) continue;
       this.applied[trait] = html;
       changed = true;
-      if (part === "listing" || part === "residuals") refill(this.ui[part], html);
+      if (part === "listing") this.listing.show(html);
+      else if (part === "residuals") refill(this.ui[part], html);
       else this.ui[part].innerHTML = html;
       if (part === "closure") this.ui.closure.hidden = !html;
     }
@@ -547,6 +763,7 @@ class View {
     this.painted = frame;
     this.ui.phase.dataset.confirmed = String(!this.guessed);
     this.paintGraph();
+    this.listing.commit();
   }
 
   /* A trait as shown: the guessed step's, else the model's. */
@@ -576,7 +793,9 @@ class View {
     if (!frame.context || listing === undefined) return;
     this.guessed = { _frame: { ...frame, step: hit.step, window: hit.window, seq: this.seq },
       _dot: hit.dot, _inspector: hit.inspector, _residuals: hit.residuals, _listing: listing };
-    this.paint(new Set(TRAITS));
+    this.fresh = true;
+    for (const trait of TRAITS) this.dirty.add(trait);
+    this.schedule();
   }
 
   /* Ask for the steps around the kernel's cursor that the view does not have. */
@@ -707,18 +926,18 @@ class View {
     ui.phase.dataset.checks = frame.checks.state;
     setText(ui.phaseText, step.text);
     setText(ui.phaseWrites, `writes ${step.writes}`);
-    ui.slider.max = String(step.n);
-    ui.slider.value = String(step.index + 1);
+    setProperty(ui.slider, "max", String(step.n));
+    setProperty(ui.slider, "value", String(step.index + 1));
     setText(ui.counter, `${step.index + 1} / ${step.n}`);
     const forward = frame.mode === "forward";           // a linearization: blocks are pushforwards
-    ui.pullback.textContent = forward ? "by pushforward" : "by pullback";
-    ui.pullback.title = forward ? "one primal equation or pushforward block per step"
-      : "one rule instance or pullback block per step";
+    setText(ui.pullback, forward ? "by pushforward" : "by pullback");
+    setProperty(ui.pullback, "title", forward ? "one primal equation or pushforward block per step"
+      : "one rule instance or pullback block per step");
     for (const [node, value] of [[ui.pullback, "pullback"], [ui.primitive, "primitive"]]) {
-      node.setAttribute("aria-pressed", String(frame.granularity === value));
+      setProperty(node, "ariaPressed", String(frame.granularity === value));
     }
     this.root.classList.toggle("tv-gran-primitive", frame.granularity === "primitive");
-    ui.closureToggle.setAttribute("aria-pressed", String(frame.closure));
+    setProperty(ui.closureToggle, "ariaPressed", String(frame.closure));
     if (document.activeElement !== ui.pick) ui.pick.value = frame.selected || "";
     setText(ui.message, frame.message || "");
     setText(ui.caption, `equations within ${frame.pane.k} steps of #${step.start}; click a node to ` +
@@ -727,10 +946,7 @@ class View {
     if (checks !== this.checksShown) this.paintChecks(frame.checks);
     this.checksShown = checks;
     this.decorate(this.root);
-    if (!this.scrolling) {                // read the layout once, when the frame is drawn anyway
-      this.scrolling = true;
-      requestAnimationFrame(() => { this.scrolling = false; this.scrollToCurrent(); });
-    }
+    this.listing.reveal(step);
   }
 
   paintChecks(checks) {
@@ -788,21 +1004,23 @@ class View {
       node.classList.toggle("tv-selected", name === frame.selected);
     }
     for (const node of scope.querySelectorAll(".tv-card[data-eq]")) node.dataset.when = when(Number(node.dataset.eq), step);
-    const marker = `${(100 * step.start / Math.max(frame.eqns, 1)).toFixed(2)}%`;
+    // the cursor on the lifetimes (80 px wide) moves by half pixels: most steps of a long tape move none
+    const marker = `${Math.round(160 * step.start / Math.max(frame.eqns, 1)) * 0.625}%`;
     for (const node of scope.querySelectorAll(".tv-residuals tr[data-first]")) {
       node.classList.toggle("tv-live", Number(node.dataset.first) <= step.start && step.start <= Number(node.dataset.last));
       const cursor = node.querySelector(".tv-life i");
-      if (cursor) cursor.style.left = marker;
+      if (cursor && cursor.style.left !== marker) cursor.style.left = marker;
     }
   }
 
-  /* Bring the current line into view when the listing hides it. */
-  scrollToCurrent() {
-    const scroll = this.ui.listing.querySelector(".tv-scroll");
-    const current = scroll && scroll.querySelector(".tv-current");
-    if (!current) return;
-    const d = current.getBoundingClientRect().top - scroll.getBoundingClientRect().top;
-    if (d < 30 || d > scroll.clientHeight * 0.6) scroll.scrollTop += d - scroll.clientHeight / 3;
+  /* Rows the listing just put in the DOM, decorated for the frame shown. */
+  decorateRows(rows) {
+    const step = this.frame && this.frame.step;
+    if (!step) return;
+    for (const row of rows) {
+      if (row.dataset.row !== undefined) row.classList.toggle("tv-cursor-row", Number(row.dataset.row) === step.row);
+      this.decorate(row);
+    }
   }
 
   dispose() {
