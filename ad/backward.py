@@ -8,8 +8,8 @@ structural zero, so the pullback of an equation whose outputs have no cotangent 
 """
 from __future__ import annotations
 
-import itertools
-from dataclasses import dataclass, field
+import operator
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -177,23 +177,24 @@ _OVERLOAD_RULES: dict = {}
 
 # -- building ------------------------------------------------------------------------------
 
-@dataclass
 class _Builder:
-    counter: itertools.count = field(default_factory=itertools.count)
-    eqns: list = field(default_factory=list)
+    def __init__(self):
+        self.n = 0                   # the next variable's number
+        self.eqns: list = []
 
     def new(self, aval) -> Var:
-        return Var(next(self.counter), aval)
+        self.n += 1
+        return Var(self.n - 1, aval)
 
     def emit(self, prim, inputs, params, outputs, source, origin):
         self.eqns.append(Eqn(prim, tuple(inputs), params, tuple(outputs), source, origin))
 
-    def rename(self, eqns, sub: dict) -> None:
-        """New variables for the outputs of ``eqns``, in order (``sub`` maps theirs to them)."""
-        counter = self.counter
-        for t in eqns:
-            for v in t.outputs:
-                sub[v] = Var(next(counter), v.aval)
+    def rename(self, defined: tuple, sub: dict) -> None:
+        """New variables, numbered in order, for the template variables ``defined`` (``sub``
+        maps them to the new ones)."""
+        n = self.n
+        self.n = n + len(defined)
+        sub.update(zip(defined, map(Var, range(n, self.n), map(_aval, defined))))
 
     def copy(self, eqns, sub: dict, source, origin: Origin, project: Origin | None = None) -> None:
         """``eqns`` on what ``sub`` maps their operands to (``rename`` made their outputs'; it
@@ -204,6 +205,9 @@ class _Builder:
             o = origin if project is None or t.origin.kind != "project" else project
             new(Eqn(t.prim, tuple(map(get, t.inputs)), t.params, tuple(map(get, t.outputs)),
                     source or t.source, o))
+
+
+_aval = operator.attrgetter("aval")
 
 
 def _add(b: _Builder, a, c, of: Var, source):
@@ -253,7 +257,7 @@ def build(primal: Tape, values: list, wrt: list[int], *, seed: str = "ones",
             fallbacks.append(Fallback(e.prim.name, e.source, lifted.fallback))
         sub = lifted.literals.copy()    # template variable (or literal) -> joint operand
         sub.update(zip(lifted.args, ops))
-        b.rename(lifted.fwd, sub)
+        b.rename(lifted.defined[0], sub)
         extra = []                       # what _rule_output adds after the rule's body
         outs = (list(map(sub.__getitem__, lifted.outs)) if lifted.computes_outputs else
                 [_rule_output(b, sub, o, lifted, v, e, extra) for o, v in zip(lifted.outs, e.outputs)])
@@ -296,7 +300,7 @@ def build(primal: Tape, values: list, wrt: list[int], *, seed: str = "ones",
             bsub.update({a: o for a, o in zip(template.args, ops) if type(a) is Var})
             bsub.update({t: o for t, o in zip(template.outs, outs) if type(t) is Var})
         bsub.update(zip(template.cts, cts))
-        b.rename(template.bwd, bsub)
+        b.rename(template.defined[1], bsub)
         b.copy(template.bwd, bsub, e.source, Origin("pullback", outs[0], e.prim.name),
                Origin("project", outs[0], e.prim.name) if template.projects else None)
         for target, g, needed in zip(ops, template.grads, needs):

@@ -47,6 +47,11 @@ class LiftedRule:
     fallback: str | None = None
 
     @functools.cached_property
+    def defined(self) -> tuple[tuple[Var, ...], tuple[Var, ...]]:
+        """The variables the primal body defines and those the pullback defines, in order."""
+        return tuple(v for e in self.fwd for v in e.outputs), tuple(v for e in self.bwd for v in e.outputs)
+
+    @functools.cached_property
     def literals(self) -> dict:
         """Every literal operand of its equations, mapped to itself: the start of a substitution
         that maps every operand (``backward._Builder.copy``)."""
@@ -106,7 +111,7 @@ def lift(prim: Primitive, params: tuple, values: list, needs_grad: tuple[bool, .
     """The lifted form of ``prim``'s rule (or of ``rule``, standing in for it) at operands like
     ``values``; cached by their avals."""
     rule = rule or prim.rule
-    key = (rule,) + cache_key(prim, params, map(_operand_key, values), needs_grad)
+    key = (rule, prim, prim.rule, params, tuple(map(_operand_key, values)), tuple(needs_grad))  # cache_key's
     try:
         hit = _CACHE.get(key)
     except TypeError:       # unhashable params: lift every time
