@@ -13,11 +13,17 @@ backward boundary) and never changes what the tape computes.
   A rewrite keeps the output's aval, so it never turns a complex value real or drops a
   conjugate.
 
-``optimize`` runs them to a fixed point and records op counts per pass in ``tape.meta["passes"]``.
+``optimize`` runs fold, simplify and CSE together in one walk over the equations, then DCE. The
+walk gives each equation, its operands already rewritten, the rounds the passes run one after
+the other would give it (fold, one rewrite, a merge, again until nothing changes), and that is
+final: the passes only read equations before the one they rewrite, and the walk has left those
+in their final form. So one walk is the passes' fixed point (tests/test_passes_fixed_point.py
+checks it against running them one after the other until nothing changes). It records op
+counts in ``tape.meta["passes"]``.
 """
 from __future__ import annotations
 
-import itertools
+import bisect
 from dataclasses import replace
 
 import numpy as np
@@ -32,108 +38,209 @@ from .tape import Eqn, Lit, Tape, Var, gc_paused
 FOLD_MAX_SIZE = 1   # fold only scalars: array constants would hide the structure
 
 
-def _rebuild(tape: Tape, kept: list[tuple[int, Eqn]], subst: dict) -> Tape:
-    """A tape from (original index, equation) pairs, with inputs rewritten through ``subst``.
-    (A pass that changed nothing returns its tape itself: ``optimize`` does not run it again.)"""
-    def sub(x):
-        while type(x) is Var and x in subst:
-            x = subst[x]
-        return x
-    if subst:
-        replaced = subst.keys()
-        kept = [(i, e if replaced.isdisjoint(e.inputs) else replace(e, inputs=tuple(map(sub, e.inputs))))
-                for i, e in kept]
+def _rebuild(tape: Tape, kept: list[Eqn], dropped: list[int], subst: dict) -> Tape:
+    """``tape`` with the equations ``kept`` (its own, in order, some rewritten) instead of its
+    own: those at the indices ``dropped`` are gone and ``subst`` says what replaces their outputs
+    (never by a variable ``subst`` replaces itself). A pass that changed nothing returns its
+    tape itself instead."""
     eqns = tape.eqns
-    dropped = [True] * len(eqns)
-    for i, _ in kept:
-        dropped[i] = False
-    # what the dropped equations defined (every variable of a map is defined on the tape)
-    removed = {v for e in itertools.compress(eqns, dropped) for v in e.outputs}
+    removed = {v for i in dropped for v in eqns[i].outputs}
     meta = dict(tape.meta)
     for key in VAR_MAPS:      # maps onto this tape's variables follow the rewrite
-        if key in meta:
-            meta[key] = {k: v for k, v in ((k, sub(v) if type(v) is Var and v in subst else v)
-                                           for k, v in meta[key].items() if k not in removed)
-                         if type(v) is not Var or v not in removed}
-    changes = {"eqns": tuple(e for _, e in kept), "outputs": tuple(map(sub, tape.outputs)), "meta": meta}
+        m = meta.get(key)
+        if m is not None and not (removed.isdisjoint(m) and removed.isdisjoint(m.values())):
+            meta[key] = {k: subst.get(v, v) for k, v in m.items()
+                         if k not in removed and (v not in removed or v in subst)}
+    changes = {"eqns": tuple(kept), "outputs": tuple([subst.get(x, x) for x in tape.outputs]), "meta": meta}
     if isinstance(tape, GradTape):
-        changes["n_forward"] = tape.n_forward - sum(dropped[:tape.n_forward])
+        changes["n_forward"] = tape.n_forward - bisect.bisect_left(dropped, tape.n_forward)
     return tape.replace(**changes)
 
 
 def dce(tape: Tape) -> Tape:
     live = {x for x in tape.outputs if type(x) is Var}
     kept = []
+    dropped = []
     eqns = tape.eqns
     for i in range(len(eqns) - 1, -1, -1):
         e = eqns[i]
-        if e.prim.kind == "guard" or not live.isdisjoint(e.outputs):
-            kept.append((i, e))
+        if live.isdisjoint(e.outputs) and e.prim.kind != "guard":
+            dropped.append(i)
+        else:
+            kept.append(e)
             live.update(e.inputs)          # literals too: harmless, nothing defines them
-    if len(kept) == len(eqns):
+    if not dropped:
         return tape
     kept.reverse()
-    return _rebuild(tape, kept, {})
-
-
-def _lit_key(x: Lit):
-    v = x.value
-    if isinstance(v, np.ndarray):
-        return ("array", id(v))
-    return ("scalar", type(v), repr(v))     # repr: 0.0 and -0.0 (and 0j, -0j) stay apart
+    dropped.reverse()
+    return _rebuild(tape, kept, dropped, {})
 
 
 def cse(tape: Tape) -> Tape:
-    seen: dict = {}
-    subst: dict = {}
-    kept = []
-    for i, e in enumerate(tape.eqns):
-        if e.prim.kind != "pure":
-            kept.append((i, e))
-            continue
-        inputs = tuple([subst.get(x, x) for x in e.inputs]) if subst else e.inputs
-        try:
-            key = (e.prim, tuple([x if type(x) is Var else _lit_key(x) for x in inputs]), e.params)
-            hit = seen.get(key)
-        except TypeError:       # unhashable params
-            kept.append((i, e))
-            continue
-        if hit is not None and all(a.aval == b.aval for a, b in zip(hit.outputs, e.outputs)):
-            subst.update(zip(e.outputs, hit.outputs))
-            continue
-        seen[key] = e
-        kept.append((i, e))
-    return _rebuild(tape, kept, subst) if subst else tape
-
-
-def _all_literals(inputs, subst) -> bool:
-    """Are all ``inputs`` literals, or variables ``fold`` has replaced by literals?"""
-    for x in inputs:
-        if type(x) is Var and x not in subst:
-            return False
-    return True
+    return _walk(tape, cse=True)
 
 
 def fold(tape: Tape) -> Tape:
+    return _walk(tape, fold=True)
+
+
+def simplify(tape: Tape) -> Tape:
+    """Algebraic clean-ups (``RULES``, and the traits ``elementwise`` and ``linear_in``).
+    Structural zeros are the outputs of ``full`` with fill 0 (what the backward pass emits for
+    unreached cotangents); a product with one is a zero whatever the other factor holds, as in
+    JAX's symbolic zeros."""
+    return _walk(tape, simplify=True)
+
+
+class _LitKeys(dict):
+    """A literal's CSE key, by the literal (tapes share a few literal objects among many
+    equations, so each is made once)."""
+
+    def __missing__(self, x: Lit):
+        v = x.value
+        if isinstance(v, np.ndarray):
+            key = ("array", id(v))
+        else:
+            key = ("scalar", type(v), repr(v))     # repr: 0.0 and -0.0 (and 0j, -0j) stay apart
+        self[x] = key
+        return key
+
+
+class _LitKinds(dict):
+    """What a literal is for the rules (``ZERO_LITERAL``, ``ONE_LITERAL`` or neither), by the
+    literal, made once for each."""
+
+    def __missing__(self, x: Lit):
+        v = x.value
+        kind = self[x] = ZERO_LITERAL if _all_equal(v, 0) else ONE_LITERAL if _all_equal(v, 1) else 0
+        return kind
+
+
+def _foldable(e: Eqn) -> bool:
+    if e.prim.kind != "pure":
+        return False
+    for x in e.inputs:
+        if type(x) is not Lit:
+            return False
+    return all(v.aval.size <= FOLD_MAX_SIZE for v in e.outputs)
+
+
+def _folded(e: Eqn) -> list[Lit]:
+    """The outputs of an equation of literals, as literals."""
+    out = e.prim.impl(*(x.value for x in e.inputs), **e.kwargs)
+    lits = []
+    for v, o in zip(e.outputs, out if e.prim.multiple_results else (out,)):
+        scalar = not isinstance(o, np.ndarray)    # what numpy returned: keep a scalar one
+        o = np.asarray(o, v.aval.dtype)
+        o.flags.writeable = False
+        lits.append(Lit(o[()] if scalar else o, v.aval))
+    return lits
+
+
+def _walk(tape: Tape, *, fold: bool = False, simplify: bool = False, cse: bool = False) -> Tape:
+    """One walk over the equations doing the passes asked for. Each equation, its operands
+    rewritten through what the walk replaced before it, goes through the rounds the passes would
+    give it one after the other: folded, or rewritten once, or merged with an earlier equal one
+    (its earlier forms count: the passes would have met them), again while a rewrite changes it.
+    A product of a structural zero that folds to a literal keeps that literal a structural zero
+    (one round of ``simplify`` would have used it, as a variable, before ``fold`` made it one).
+    Written for speed (tens of thousands of equations): most of them meet no rule and cost one
+    look at each operand (``_kinds``, inlined) and a CSE key."""
+    seen = _Seen()
+    marks, zeros = seen.marks, seen.zeros
+    lit_kinds = _LitKinds()
+    lit_keys = _LitKeys()
+    merged: dict = {}     # CSE: key of an equation -> what its outputs are (kept or replaced)
     subst: dict = {}
-    kept = []
+    kept: list = []
+    dropped: list = []
+    rewritten = False
     for i, e in enumerate(tape.eqns):
-        if (e.prim.kind == "pure" and _all_literals(e.inputs, subst)
-                and all(v.aval.size <= FOLD_MAX_SIZE for v in e.outputs)):
-            inputs = [subst.get(x, x) for x in e.inputs]
-            out = e.prim.impl(*(x.value for x in inputs), **e.kwargs)
-            outs = out if e.prim.multiple_results else (out,)
-            for v, o in zip(e.outputs, outs):
-                scalar = not isinstance(o, np.ndarray)    # what numpy returned: keep a scalar one
-                o = np.asarray(o, v.aval.dtype)
-                o.flags.writeable = False
-                subst[v] = Lit(o[()] if scalar else o, v.aval)
-            continue
-        kept.append((i, e))
-    return _rebuild(tape, kept, subst) if subst else tape
+        ins = e.inputs
+        literals = False
+        operands = 0        # what the operands are for the rules (bits ZERO_LITERAL...)
+        for x in ins:
+            if type(x) is Lit:
+                literals = True
+                operands |= lit_kinds[x]
+            elif x in subst:
+                ins = tuple([subst.get(x, x) for x in ins])
+                e = replace(e, inputs=ins)
+                literals, operands = _kinds(ins, marks, lit_kinds)
+                rewritten = True
+                break
+            elif x in marks:
+                operands |= marks[x]
+        outs = None
+        keys = []
+        made_zero = False
+        while True:     # this equation's rounds of the passes
+            if fold and (literals or not ins) and _foldable(e):
+                outs = _folded(e)
+                if made_zero:
+                    zeros.update(outs)
+                    lit_kinds.update(dict.fromkeys(outs, ZERO_LITERAL | STRUCTURAL_ZERO))
+                break
+            changed = False
+            if simplify:
+                rules = _PLANS[e.prim][operands]
+                target = _simplified(e, rules, seen) if rules else None
+                if type(target) is Eqn:
+                    e, ins, changed = target, target.inputs, True
+                    literals, operands = _kinds(ins, marks, lit_kinds)
+                    made_zero = e.prim is full_p
+                elif target is not None:
+                    outs = (target,)
+                    break
+            if cse and e.prim.kind == "pure":
+                if literals:
+                    operand_keys = []
+                    for x in ins:
+                        operand_keys.append(x if type(x) is Var else lit_keys[x])
+                    key = (e.prim, tuple(operand_keys), e.params)
+                else:
+                    key = (e.prim, ins, e.params)
+                try:
+                    hit = merged.setdefault(key, e.outputs)
+                except TypeError:       # unhashable params
+                    pass
+                else:
+                    if hit is not e.outputs:
+                        if all(a.aval == b.aval for a, b in zip(hit, e.outputs)):
+                            outs = hit
+                            break
+                        merged[key] = e.outputs
+                    if changed:         # a form it leaves: what replaces it answers for it too
+                        keys.append(key)
+            if not changed:
+                break
+            rewritten = True
+        if outs is None:
+            kept.append(e)
+            if simplify and e.prim in _READ_BACK:
+                seen.add(e)
+        else:
+            subst.update(zip(e.outputs, outs))
+            dropped.append(i)
+            for key in keys:
+                merged[key] = outs
+    return _rebuild(tape, kept, dropped, subst) if dropped or rewritten else tape
 
 
-ZERO = "zero"   # a rewrite's answer: the output is a structural zero
+def _kinds(ins, marks: dict, lit_kinds) -> tuple[bool, int]:
+    """Does an equation read a literal, and what its operands are for the rules (bits)."""
+    literals = False
+    operands = 0
+    for x in ins:
+        if type(x) is Lit:
+            literals = True
+            operands |= lit_kinds[x]
+        elif x in marks:
+            operands |= marks[x]
+    return literals, operands
+
+
+ZERO = object()   # a rewrite's answer: the output is a structural zero
 
 
 class _Seen:
@@ -141,16 +248,26 @@ class _Seen:
 
     def __init__(self):
         self.producers: dict = {}      # Var -> the equation that made it
-        self.zeros: set = set()        # outputs of full(fill_value=0): structural zeros
-        self.broadcasts: set = set()   # outputs of broadcast_to (most operations read none)
+        self.zeros: set = set()        # outputs of full(fill_value=0) (or their folds): structural zeros
+        self.marks: dict = {}          # Var -> STRUCTURAL_ZERO or BROADCAST (most operations read none)
+
+    def add(self, e: Eqn):
+        """Note a kept equation of one of the primitives in ``_READ_BACK``."""
+        if e.prim is full_p and e.kwargs["fill_value"] == 0:
+            self.zeros.add(e.outputs[0])
+            self.marks[e.outputs[0]] = STRUCTURAL_ZERO
+        elif e.prim is broadcast_to_p:
+            self.marks[e.outputs[0]] = BROADCAST
+        for v in e.outputs:
+            self.producers[v] = e
 
     def made_by(self, x, prim):
-        """The equation of ``prim`` that made ``x``, or None."""
+        """The equation of ``prim`` (one with rules of its own) that made ``x``, or None."""
         p = self.producers.get(x) if type(x) is Var else None
         return p if p is not None and p.prim is prim else None
 
     def structural_zero(self, x) -> bool:
-        return type(x) is Var and x in self.zeros
+        return x in self.zeros
 
     def zero(self, x) -> bool:
         """A structural zero, or a literal whose elements are all 0."""
@@ -178,9 +295,24 @@ def _same(x, v: Var) -> bool:
 # replaced by: an existing operand, ZERO, ("inputs", operands) for the same equation on other
 # operands, or None.
 
-def _neutral(test, positions, complex_exact=True):
+# What a rule can need one of the operands to be (bits): most equations read none of these,
+# and an equation is asked only the rules whose need it meets (``_PLANS``).
+ZERO_LITERAL, ONE_LITERAL, STRUCTURAL_ZERO, BROADCAST = 1, 2, 4, 8
+
+
+def _needs(need: int):
+    """Declare what ``rule`` needs an operand to be (one of the bits, or several: any of them)."""
+    def declare(rule):
+        rule.needs = need
+        return rule
+    return declare
+
+
+def _neutral(test, positions, need, complex_exact=True):
     """``x op c -> x`` when the operand at one of ``positions`` passes ``test`` (``_Seen.zero``,
-    ``_Seen.one``); with ``complex_exact=False`` not for complex results."""
+    ``_Seen.one``, which ``need`` a literal or a structural zero); with ``complex_exact=False``
+    not for complex results."""
+    @_needs(need)
     def rule(e, ins, out, seen):
         if not complex_exact and out.aval.dtype.kind == "c":
             return None
@@ -192,6 +324,7 @@ def _neutral(test, positions, complex_exact=True):
     return rule
 
 
+@_needs(STRUCTURAL_ZERO)
 def _absorbing_zero(e, ins, out, seen):
     """``x * 0 -> 0`` (and ``x @ 0``) for a structural zero, whatever ``x`` holds."""
     return ZERO if seen.zeros and any(seen.structural_zero(x) for x in ins) else None
@@ -222,27 +355,27 @@ def _transpose_of_transpose(e, ins, out, seen):
 
 
 RULES = [
-    (add_p, _neutral(_Seen.zero, (0, 1))),       # x + 0, 0 + x
-    (subtract_p, _neutral(_Seen.zero, (1,))),    # x - 0
+    (add_p, _neutral(_Seen.zero, (0, 1), ZERO_LITERAL | STRUCTURAL_ZERO)),       # x + 0, 0 + x
+    (subtract_p, _neutral(_Seen.zero, (1,), ZERO_LITERAL | STRUCTURAL_ZERO)),    # x - 0
     (multiply_p, _absorbing_zero),               # x * 0 (structural zeros only: 0 * inf)
     *((p, _absorbing_zero) for p in (matmul_p, einsum_p, vecdot_p, matvec_p, vecmat_p)),   # x @ 0
     # x * 1, 1 * x and x / 1, not for complex x: numpy computes them with 1+0j, and an infinite
     # part times that 0 is NaN ((inf+0j) * 1 == inf+nanj), which x itself does not hold
-    (multiply_p, _neutral(_Seen.one, (0, 1), complex_exact=False)),
-    (divide_p, _neutral(_Seen.one, (1,), complex_exact=False)),
-    (power_p, _neutral(_Seen.one, (1,))),        # x ** 1
+    (multiply_p, _neutral(_Seen.one, (0, 1), ONE_LITERAL, complex_exact=False)),
+    (divide_p, _neutral(_Seen.one, (1,), ONE_LITERAL, complex_exact=False)),
+    (power_p, _neutral(_Seen.one, (1,), ONE_LITERAL)),        # x ** 1
     (negative_p, _double_negation),              # -(-x)
     (transpose_p, _identity_permutation),        # transpose(x, (0, 1, ...))
     (transpose_p, _transpose_of_transpose),      # transpose(transpose(x, p), inverse of p)
     *((p, _no_op) for p in (positive_p, reshape_p, broadcast_to_p, sum_to_p, astype_p)),
 ]
-_RULES_OF = {p: [r for q, r in RULES if q is p] for p, _ in RULES}
 
 
-def _skip_broadcast(ins, out, seen):
+@_needs(BROADCAST)
+def _through_broadcasts(e, ins, out, seen):
     """An elementwise operand made by broadcast_to is broadcast by the operation anyway: a new
     equation reading the un-broadcast value when the result's shape stays the same."""
-    if seen.broadcasts.isdisjoint(ins):
+    if len(ins) < 2:
         return None
     new_ins = list(ins)
     for k, x in enumerate(ins):
@@ -255,87 +388,68 @@ def _skip_broadcast(ins, out, seen):
     return ("inputs", tuple(new_ins)) if new_ins != list(ins) else None
 
 
-def _simplified(e, ins, out, seen):
-    """The first rewrite that applies: the primitive's own rules, then those its traits allow
-    (an elementwise operation reads through broadcasts; a linear one of zeros is zero)."""
-    prim = e.prim
-    for rule in _RULES_OF.get(prim, ()):
+@_needs(STRUCTURAL_ZERO)
+def _linear_of_zeros(e, ins, out, seen):
+    """Zero when the operands it is linear in are structural zeros (whether it is linear in them
+    jointly, as x + y, or in each, as x @ y)."""
+    return ZERO if seen.zeros and all(seen.structural_zero(ins[k]) for k in e.prim.linear_in) else None
+
+
+# The equations ``_Seen`` notes: fulls (structural zeros), and those of the primitives with rules
+# of their own, the only ones a rule asks for the producer of (``_Seen.made_by``).
+_READ_BACK = frozenset({full_p, *(p for p, _ in RULES)})
+
+
+class _Plans(dict):
+    """``_PLANS[prim][operands]``: the rules that can apply to an equation of ``prim`` whose
+    operands are ``operands`` (bits: ``ZERO_LITERAL``...), in order: the primitive's own, then
+    those its traits allow (an elementwise operation reads through broadcasts; a linear one of
+    zeros is zero). Nothing for a primitive of several outputs: the rules rewrite one."""
+
+    def __missing__(self, prim):
+        rules = []
+        if not prim.multiple_results:
+            rules = [r for q, r in RULES if q is prim]
+            if prim.elementwise:
+                rules.append(_through_broadcasts)
+            if prim.linear_in:
+                rules.append(_linear_of_zeros)
+        needs = [getattr(r, "needs", 0) for r in rules]
+        plan = self[prim] = tuple(tuple(r for r, need in zip(rules, needs) if not need or need & operands)
+                                  for operands in range(16))
+        return plan
+
+
+_PLANS = _Plans()
+
+
+def _simplified(e: Eqn, rules, seen: _Seen):
+    """What the first of ``rules`` (from ``_PLANS``) that applies makes of a one-output equation:
+    an operand that replaces its output, or a new equation (a structural zero, other operands),
+    or None. Never a zero in the user's own program: there 0 * inf keeps IEEE semantics."""
+    ins, out = e.inputs, e.outputs[0]
+    for rule in rules:
         target = rule(e, ins, out, seen)
+        if target is ZERO:
+            if not e.origin.is_backward:
+                return None
+            return Eqn(full_p, (), (("dtype", out.aval.dtype), ("fill_value", 0), ("shape", out.aval.shape)),
+                       e.outputs, e.source, e.origin)
+        if type(target) is tuple:          # ("inputs", operands)
+            return replace(e, inputs=target[1])
         if target is not None:
             return target
-    if prim.elementwise and len(ins) > 1:
-        target = _skip_broadcast(ins, out, seen)
-        if target is not None:
-            return target
-    if prim.linear_in and seen.zeros and all(seen.structural_zero(ins[k]) for k in prim.linear_in):
-        return ZERO      # true whether the operands are linear jointly (x + y) or each (x @ y)
     return None
 
 
-def simplify(tape: Tape) -> Tape:
-    """Algebraic clean-ups (``RULES``, and the traits ``elementwise`` and ``linear_in``).
-    Structural zeros are the outputs of ``full`` with fill 0 (what the backward pass emits for
-    unreached cotangents); a product with one is a zero whatever the other factor holds, as in
-    JAX's symbolic zeros."""
-    seen = _Seen()
-    subst: dict = {}
-    kept = []
-    rewritten = False
-    for i, e in enumerate(tape.eqns):
-        if subst:
-            ins = tuple([subst.get(x, x) for x in e.inputs])
-            e = replace(e, inputs=ins) if ins != e.inputs else e
-        else:
-            ins = e.inputs
-        out = e.outputs[0] if len(e.outputs) == 1 else None
-        target = _simplified(e, ins, out, seen) if out is not None else None
-        if target == ZERO and not e.origin.is_backward:
-            target = None        # keep IEEE semantics (0 * inf) in the user's own program
-        if target == ZERO:
-            e = Eqn(full_p, (), (("dtype", out.aval.dtype), ("fill_value", 0), ("shape", out.aval.shape)),
-                    e.outputs, e.source, e.origin)
-            rewritten = True
-        elif isinstance(target, tuple) and target[0] == "inputs":
-            e = replace(e, inputs=target[1])
-            rewritten = True
-        elif target is not None:
-            subst[out] = target
-            continue
-        if e.prim is full_p and e.kwargs["fill_value"] == 0:
-            seen.zeros.add(out)
-        elif e.prim is broadcast_to_p:
-            seen.broadcasts.add(out)
-        for v in e.outputs:
-            seen.producers[v] = e
-        kept.append((i, e))
-    return _rebuild(tape, kept, subst) if subst or rewritten else tape
-
-
-PASSES = (("fold", fold), ("simplify", simplify), ("cse", cse), ("dce", dce))
-# Passes that leave nothing for a second run of themselves: fold folds what its own folds make
-# foldable, cse merges what its own merges make equal, dce's liveness is exact.
-IDEMPOTENT = {"fold", "cse", "dce"}
-
-
 @gc_paused
-def optimize(tape: Tape, *, max_rounds: int = 4) -> Tape:
-    """Run all passes to a fixed point; ``meta["passes"]`` lists (pass, eqns before, after).
-    A pass is not run again on a tape it would leave unchanged: one it left unchanged before
-    (passes are deterministic) or, for an idempotent pass, one it made."""
-    log = []
-    done = {}          # pass -> the tape it has nothing to do on
-    for _ in range(max_rounds):
-        start = len(tape.eqns)
-        for name, fn in PASSES:
-            before = tape
-            if done.get(name) is not tape:
-                tape = fn(tape)
-                if tape is before or name in IDEMPOTENT:
-                    done[name] = tape
-            log.append((name, len(before.eqns), len(tape.eqns)))
-        if len(tape.eqns) == start:
-            break
-    return tape.replace(meta={**tape.meta, "passes": log})
+def optimize(tape: Tape) -> Tape:
+    """Fold, simplify and CSE in one walk, then DCE: the passes' fixed point (module docstring).
+    ``meta["passes"]`` lists (pass, eqns before, after)."""
+    walked = _walk(tape, fold=True, simplify=True, cse=True)
+    live = dce(walked)
+    log = [("fold+simplify+cse", len(tape.eqns), len(walked.eqns)), ("dce", len(walked.eqns), len(live.eqns))]
+    return live.replace(meta={**live.meta, "passes": log})
 
 
 def op_counts(tape: Tape) -> dict[str, int]:
