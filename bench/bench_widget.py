@@ -15,8 +15,11 @@ pullbacks), as in ``bench_graph``. Median wall time of:
   the first graph is drawn (opened from disk, no server).
 
 The view sends the listing and the residuals without the cursor's classes (it adds them), so a
-step inside the listing's window sends neither; Graphviz lays out in a Web Worker and the drawing
-goes in the frame after the listing's. The view keeps the steps around the cursor, sent ahead by
+step inside the listing's window sends neither; the listing is virtualised (only the rows in view
+are in the DOM, their heights known from the markup, so scrolling to the current line reads no
+layout), the view writes the DOM once per animation frame (a repaint is timed until the end of
+the frame that shows the step), Graphviz lays out in a Web Worker and the drawing goes in the
+frame after the listing's. The view keeps the steps around the cursor, sent ahead by
 the kernel, with their drawings laid out meanwhile: a click repaints from them without waiting
 for the kernel (whose answer confirms the step), so the repaint does not depend on the round trip.
 

@@ -414,35 +414,76 @@ class GraphPane {
   }
 }
 
-/* What a part's markup is, apart from what decorate() sets (the cursor's and the selection's
-   classes, the lifetime's cursor): equal keys, the same node for the view. */
-const DECORATED = /\s?\btv-(?:done|current|future|partner|sel|cursor-row|live|written|partner-var|selected)(?![\w-])/g;
-function key(node) {
-  node.tvKey ??= node.outerHTML.replace(DECORATED, "").replace(/ class=""/g, "").replace(/ style="left:[^"]*"/g, "");
-  return node.tvKey;
+/* The rows of Python's tables (a row holds no table; text and attributes are escaped): the
+   markup around the body's rows, and each row's. */
+const ROW = /<tr[\s>][\s\S]*?<\/tr>/g;
+function splitRows(html) {
+  const open = html.indexOf("<tbody>"), close = html.lastIndexOf("</tbody>");
+  if (open < 0 || close < open) return { shell: html, rows: [] };
+  return { shell: html.slice(0, open + 7) + html.slice(close), rows: html.slice(open + 7, close).match(ROW) || [] };
 }
 
-/* Refill a part (the listing, the residuals) with new markup, keeping the rows (and everything
-   else) that did not change, so one step re-lays out the rows that enter the window, not the
-   whole table; a different structure is replaced whole. */
-function refill(holder, html) {
+/* The elements of rows' markups: a row seen before (known: markup -> element) is the same
+   element, laid out and decorated already; the new ones are parsed together. */
+function rowElements(markups, known) {
+  const fresh = markups.filter((markup) => !known.has(markup));
+  if (fresh.length) {
+    const parsed = document.createElement("template");
+    parsed.innerHTML = `<table><tbody>${fresh.join("")}</tbody></table>`;
+    [...parsed.content.querySelector("tbody").children].forEach((row, k) => known.set(fresh[k], row));
+  }
+  const rows = markups.map((markup) => known.get(markup));
+  if (known.size > 3 * markups.length + 64) {          // forget rows long gone
+    const wanted = new Set(markups);
+    for (const markup of known.keys()) if (!wanted.has(markup)) known.delete(markup);
+  }
+  return rows;
+}
+
+/* Make parent's children between start and end (exclusive; null: the ends) the rows, in order,
+   moving as few as possible; returns the rows that were not in the DOM. */
+function place(parent, rows, start = null, end = null) {
+  const keep = new Set(rows);
+  const first = () => (start ? start.nextElementSibling : parent.firstElementChild);
+  for (let node = first(); node && node !== end;) {
+    const next = node.nextElementSibling;
+    if (!keep.has(node)) node.remove();
+    node = next;
+  }
+  const added = [];
+  let at = first();
+  for (const row of rows) {
+    if (row === at) {
+      at = at.nextElementSibling;
+      continue;
+    }
+    if (!row.isConnected) added.push(row);
+    parent.insertBefore(row, at);
+  }
+  return added;
+}
+
+/* Refill a part (the residuals) with new markup: the rows that did not change stay (one step
+   lays out the rows that enter, not the whole table) and the markup around them is patched; a
+   different structure is replaced whole. */
+function refill(holder, html, known) {
+  const { shell, rows } = splitRows(html);
   const fresh = document.createElement("template");
-  fresh.innerHTML = html;
+  fresh.innerHTML = shell;
   const root = fresh.content.firstElementChild;
   const live = holder.firstElementChild;
   if (!root || !live || holder.childNodes.length !== 1 || fresh.content.childNodes.length !== 1 || !patch(live, root)) {
-    holder.innerHTML = html;
+    holder.replaceChildren(fresh.content);
   }
+  const body = holder.querySelector("tbody");
+  if (body) place(body, rowElements(rows, known));
 }
 
-/* Make live equal fresh, along the path to the table's rows; false when they differ elsewhere
-   in structure (the caller replaces them). */
+/* Make live equal fresh, along the path to the table's body (whose rows the caller places);
+   false when they differ elsewhere in structure (the caller replaces them). */
 function patch(live, fresh) {
   if (live.tagName !== fresh.tagName) return false;
-  if (fresh.tagName === "TBODY") {
-    patchRows(live, fresh);
-    return true;
-  }
+  if (fresh.tagName === "TBODY") return true;
   if (live.childNodes.length !== live.children.length || fresh.childNodes.length !== fresh.children.length ||
       live.children.length !== fresh.children.length) return false;
   for (const { name } of [...live.attributes]) if (!fresh.hasAttribute(name)) live.removeAttribute(name);
@@ -451,27 +492,11 @@ function patch(live, fresh) {
   for (const [old, node] of pairs) {
     if (node.tagName === "TBODY" || node.querySelector("tbody")) {
       if (!patch(old, node)) return false;
-    } else if (key(old) !== key(node)) {
+    } else if (!old.isEqualNode(node)) {
       old.replaceWith(node);
     }
   }
   return true;
-}
-
-function patchRows(live, fresh) {
-  const keep = new Map();
-  for (const row of live.children) keep.set(key(row), row);
-  const rows = [...fresh.children].map((row) => {
-    const old = keep.get(key(row));
-    if (old) keep.delete(key(row));
-    return old || row;
-  });
-  for (const row of keep.values()) row.remove();
-  let at = live.firstElementChild;
-  for (const row of rows) {
-    if (row === at) at = at.nextElementSibling;
-    else live.insertBefore(row, at);
-  }
 }
 
 /* Heights (px) of the listing's parts, as the stylesheet fixes them (.tv-listing): an equation's
@@ -515,6 +540,7 @@ class Listing {
     this.holder = view.ui.listing;
     this.scroller = null;
     this.rows = [];
+    this.known = new Map();        // markup -> row
     this.tops = [0];               // tops[k]: where row k starts, below the headings
     this.index = new Map();        // data-row -> k
     this.first = 0;                // the rows [first, last) in the DOM
@@ -525,24 +551,28 @@ class Listing {
   }
 
   show(html) {
+    const { shell, rows } = splitRows(html);
     const fresh = document.createElement("template");
-    fresh.innerHTML = html;
+    fresh.innerHTML = shell;
     const root = fresh.content.firstElementChild;
     const body = root && root.querySelector(".tv-scroll tbody");
     if (!body) {
-      this.holder.innerHTML = html;
+      this.holder.replaceChildren(fresh.content);
       this.scroller = null;
       this.rows = [];
       return;
     }
     const anchor = this.anchor();
-    this.rows = [...body.children];
+    this.rows = rowElements(rows, this.known);          // a row drawn before stays (and its layout)
+    for (const row of this.rows) {
+      if (row.tvHeight !== undefined) continue;
+      row.tvHeight = rowHeight(row);
+      row.style.height = `${row.tvHeight}px`;
+    }
     this.tops = [0];
     this.index = new Map();
     this.rows.forEach((row, k) => {
-      const height = rowHeight(row);
-      row.style.height = `${height}px`;
-      this.tops.push(this.tops[k] + height);
+      this.tops.push(this.tops[k] + row.tvHeight);
       if (row.dataset.row !== undefined) this.index.set(Number(row.dataset.row), k);
     });
     const live = this.scroller && this.holder.firstElementChild;
@@ -551,7 +581,6 @@ class Listing {
       for (const { name, value } of root.attributes) if (live.getAttribute(name) !== value) live.setAttribute(name, value);
       const head = root.querySelector("thead"), liveHead = live.querySelector("thead");
       if (head && liveHead && head.innerHTML !== liveHead.innerHTML) liveHead.replaceWith(head);
-      for (const row of this.body.querySelectorAll(":scope > tr:not(.tv-pad)")) row.remove();
     } else {
       body.replaceChildren();
       body.classList.add("tv-virtual");
@@ -569,12 +598,11 @@ class Listing {
       this.resized.observe(this.scroller);
       this.top = 0;
     }
-    this.first = this.last = 0;
     if (anchor) {
       const k = this.index.get(anchor.row);
       if (k !== undefined) this.scrollTo(this.tops[k] + anchor.offset);
     }
-    this.render();
+    this.render(true);
   }
 
   /* The row at the top of the box and how far into it the box is scrolled. */
@@ -596,32 +624,19 @@ class Listing {
   }
 
   /* Put the rows in view (and a margin) in the DOM; those already there stay while they cover
-     the view and half the margin. */
-  render() {
+     the view and half the margin (unless the rows changed). */
+  render(changed = false) {
     const { rows, tops } = this;
     if (!this.scroller || !rows.length) return;
     const total = tops[rows.length];
-    const covered = (first, last, margin) => first < last && tops[first] <= Math.max(this.top - margin, 0) &&
-      tops[last] >= Math.min(this.top + VIEW + margin, total);
-    if (covered(this.first, this.last, MARGIN / 2)) return;
-    const first = this.rowAt(this.top - MARGIN);
-    const last = Math.min(this.rowAt(this.top + VIEW + MARGIN) + 1, rows.length);
-    for (let k = this.first; k < this.last; k++) if (k < first || k >= last) rows[k].remove();
-    let added;
-    if (first >= this.last || last <= this.first) {
-      added = rows.slice(first, last);
-      this.padTop.after(...added);
-    } else {
-      const above = rows.slice(first, Math.max(first, this.first));
-      const below = rows.slice(Math.min(last, this.last), last);
-      this.padTop.after(...above);
-      this.padBottom.before(...below);
-      added = above.concat(below);
-    }
-    this.padTop.style.height = `${tops[first]}px`;
-    this.padBottom.style.height = `${total - tops[last]}px`;
-    this.first = first;
-    this.last = last;
+    const covers = (margin) => this.first < this.last && tops[this.first] <= Math.max(this.top - margin, 0) &&
+      tops[this.last] >= Math.min(this.top + VIEW + margin, total);
+    if (!changed && covers(MARGIN / 2)) return;
+    this.first = this.rowAt(this.top - MARGIN);
+    this.last = Math.min(this.rowAt(this.top + VIEW + MARGIN) + 1, rows.length);
+    const added = place(this.body, rows.slice(this.first, this.last), this.padTop, this.padBottom);
+    this.padTop.style.height = `${tops[this.first]}px`;
+    this.padBottom.style.height = `${total - tops[this.last]}px`;
     this.view.decorateRows(added);
   }
 
@@ -653,6 +668,10 @@ class Listing {
     this.render();
     if (this.write && this.scroller) this.scroller.scrollTop = this.top;
     this.write = false;
+  }
+
+  dispose() {
+    this.resized.disconnect();
   }
 
   /* Laid out (shown, resized): a scroll position written while the box had no layout (a hidden
@@ -690,6 +709,7 @@ class View {
     this.asked = new Set();
     this.listings = new Map();     // String(window) -> the listing's markup
     this.applied = {};             // trait -> the markup in the DOM
+    this.residualRows = new Map(); // markup -> row
     for (const trait of TRAITS) {
       this.onChange[trait] = () => this.invalidate(trait);
       model.on(`change:${trait}`, this.onChange[trait]);
@@ -748,7 +768,7 @@ class View {
       this.applied[trait] = html;
       changed = true;
       if (part === "listing") this.listing.show(html);
-      else if (part === "residuals") refill(this.ui[part], html);
+      else if (part === "residuals") refill(this.ui[part], html, this.residualRows);
       else this.ui[part].innerHTML = html;
       if (part === "closure") this.ui.closure.hidden = !html;
     }
@@ -1025,6 +1045,7 @@ class View {
 
   dispose() {
     if (this.playing !== null) clearInterval(this.playing);
+    this.listing.dispose();
     for (const [trait, handler] of Object.entries(this.onChange)) this.model.off(`change:${trait}`, handler);
     this.model.off("msg:custom", this.onMessage);
     if (this.download) URL.revokeObjectURL(this.download);
