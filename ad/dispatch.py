@@ -76,8 +76,13 @@ def unsupported(what: str, hint: str = "") -> UnsupportedFunctionError:
 
 # -- ufuncs --------------------------------------------------------------------------------
 
-def ufunc(uf: np.ufunc, method: str, inputs, kwargs):
-    kwargs = dict(kwargs)
+def ufunc(_tracer, uf: np.ufunc, method: str, *inputs, **kwargs):
+    """``Tracer.__array_ufunc__``: numpy hands it every ufunc call that has a tracer among its
+    operands (``_tracer`` is one of them)."""
+    if method == "__call__" and not kwargs:     # the common case (np.sin(t), t * 2), first
+        prim = UFUNCS.get(uf)
+        if prim is not None:
+            return prim.bind(*inputs)
     out = kwargs.pop("out", None)
     dtype = kwargs.pop("dtype", None)
     where = kwargs.pop("where", True)

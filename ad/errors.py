@@ -7,6 +7,7 @@ and numpy.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
 import linecache
 import os
@@ -25,20 +26,25 @@ _SKIP = tuple(d for d in (_PKG_DIR + os.sep, _package_dir("numpy"), _package_dir
 _EXAMPLES = frozenset(os.path.join(_PKG_DIR, *p) for p in (("examples.py",), ("nn", "examples.py")))
 
 
-def user_frame():
-    """The innermost frame outside ``ad``, numpy and scipy (the user's code), or None."""
-    f = sys._getframe(1)
-    while f is not None:
-        fn = f.f_code.co_filename
-        if fn in _EXAMPLES or not fn.startswith(_SKIP) and not fn.startswith("<__array_function__"):
-            return f
-        f = f.f_back
-    return None
+@functools.lru_cache(maxsize=4096)
+def _is_users(filename: str) -> bool:
+    """Whether code in ``filename`` is the user's. Asked once per file, not once per frame:
+    every recorded equation walks the stack (its source is the user's line)."""
+    return filename in _EXAMPLES or not filename.startswith(_SKIP) \
+        and not filename.startswith("<__array_function__")
 
 
 def user_location() -> str | None:
-    """``"file.py:12 in fn"`` for the user's innermost frame."""
-    f = user_frame()
+    """``"file.py:12 in fn"`` for the user's innermost frame (outside ``ad``, numpy and scipy).
+
+    Every recorded equation asks, and the walk is a fifth of the cost of recording one: it
+    starts at the caller's caller (the caller is ad's own code)."""
+    try:
+        f = sys._getframe(2)
+    except ValueError:       # called at the top level: no frame above
+        return None
+    while f is not None and not _is_users(f.f_code.co_filename):
+        f = f.f_back
     if f is None:
         return None
     return f"{f.f_code.co_filename}:{f.f_lineno} in {f.f_code.co_name}"

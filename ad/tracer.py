@@ -35,6 +35,10 @@ from .errors import ConcretizationError, MutationError, TraceError, scipy_escape
 from .tape import Aval, Eqn, Lit, Origin, Var, freeze_params
 from .trace_state import ACTIVE, Traced
 
+# a Python scalar's aval depends only on its type (an int's also on its size: not here)
+_SCALAR_AVALS = {t: Aval.of(t()) for t in (bool, float, complex)}
+
+
 class Recorder:
     """Collects equations for one trace; computes every value eagerly so shapes are known.
 
@@ -79,12 +83,16 @@ class Recorder:
         return Var(next(self.counter), aval)
 
     def new_tracer(self, value, var: Var | None = None) -> "Tracer":
-        value = _as_value(value)
-        return Tracer(self, var if var is not None else self.new_var(Aval.of(value)), value)
+        if not isinstance(value, (np.ndarray, np.generic)):
+            value = np.asarray(value)[()]
+        return Tracer(self, var if var is not None else Var(next(self.counter), Aval.of(value)), value)
 
     def literal(self, x) -> Lit:
         """Constants become literals; arrays are snapshotted once per trace (later mutation of
         the user's array cannot change the tape)."""
+        aval = _SCALAR_AVALS.get(type(x))
+        if aval is not None:
+            return Lit(x, aval)
         if isinstance(x, np.ndarray):
             hit = self._consts.get(id(x))
             if hit is None:
@@ -97,7 +105,8 @@ class Recorder:
     def operand(self, x):
         """(equation input, concrete value) of one operand."""
         if isinstance(x, Tracer):
-            x._check_fresh()
+            if x._base is not None:
+                x._check_fresh()
             if x._rec is not self:
                 return self._capture(x), x.value
             return x.variable, x.value
@@ -120,21 +129,30 @@ class Recorder:
         return var
 
     def record(self, prim, operands, params):
-        pairs = [self.operand(x) for x in operands]
-        stand_ins = self.symbolic and any(x in self.symbolic for x, _ in pairs if type(x) is Var)
+        inputs, values = [], []
+        for x in operands:
+            var, value = self.operand(x)
+            inputs.append(var)
+            values.append(value)
+        inputs = tuple(inputs)
+        stand_ins = bool(self.symbolic) and not self.symbolic.isdisjoint(inputs)
         try:
-            out = pairs[0][1] if prim.checks_values and stand_ins else prim.impl(*(v for _, v in pairs), **params)
+            out = values[0] if prim.checks_values and stand_ins else prim.impl(*values, **params)
         except Exception as exc:
             exc.add_note(f"while recording {prim.name} at {self.source or user_location()}")
             raise
-        outs = tuple(out) if prim.multiple_results else (out,)
-        tracers = [self.new_tracer(o) for o in outs]
+        if prim.multiple_results:
+            tracers = [self.new_tracer(o) for o in out]
+            outputs = tuple(t.variable for t in tracers)
+        else:
+            tracers = [self.new_tracer(out)]
+            outputs = (tracers[0].variable,)
         source = self.source if self.source is not None else user_location()
-        inputs = tuple(i for i, _ in pairs)
-        outputs = tuple(t.variable for t in tracers)
         self.eqns.append(Eqn(prim, inputs, freeze_params(params), outputs, source, self.origin))
         if self.differentiated and prim.differentiable and not self.differentiated.isdisjoint(inputs):
-            self.differentiated.update(v for v in outputs if v.aval.is_float)
+            for v in outputs:
+                if v.aval.is_float:
+                    self.differentiated.add(v)
         if stand_ins:
             self.symbolic.update(outputs)
         if prim.returns_view and prim.returns_view(operands) and isinstance(operands[0], Tracer):
@@ -144,12 +162,6 @@ class Recorder:
             for t in tracers:
                 t._base = (root, root._version, source, chain + (step,))
         return tuple(tracers) if prim.multiple_results else tracers[0]
-
-
-def _as_value(value):
-    if isinstance(value, np.ndarray | np.generic):
-        return value
-    return np.asarray(value)[()]
 
 
 class Tracer(Traced):
@@ -188,8 +200,7 @@ class Tracer(Traced):
         return (self[i] for i in range(len(self)))
 
     # -- numpy dispatch --------------------------------------------------------------------
-    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        return dispatch.ufunc(ufunc, method, inputs, kwargs)
+    __array_ufunc__ = dispatch.ufunc
 
     def __array_function__(self, func, types, args, kwargs):
         return dispatch.function(func, args, kwargs, like=self)
