@@ -53,6 +53,7 @@ class _Namespace:
         self.names: dict[Var, str] = {}      # scalar code's reused names (default: v7 for %7)
         self._ids: dict = {}
         self.paths: dict = {}                # function -> its public path (or None)
+        self.calls: dict = {}                # primitive -> the function its default spelling calls
         self._floats: dict = {}              # float constants' names
 
     def bind(self, value, stem: str, numbered: bool = True) -> str:
@@ -134,6 +135,8 @@ def _operand_src(x, ns) -> str:
     if type(x) is Var:
         return ns.names[x] if ns.names else f"v{x.n}"
     v = x.value
+    if type(v) is float:
+        return repr(v) if math.isfinite(v) else f"float({str(v)!r})"
     if ns.scalar and np.ndim(v) == 0 and np.result_type(v) in SCALAR_DTYPES:
         v = np.asarray(v).item()         # the same number as a Python float (or bool)
     if isinstance(v, np.ndarray):
@@ -191,9 +194,13 @@ def eqn_source(e, ns: _Namespace, exprs: dict | None = None) -> str:
         return fill(args, ())
     if spelling is not None:
         return spelling(args, e.kwargs)
-    kw = "".join(f", {k}={_value_src(v, ns)}" for k, v in e.params)
-    fn = _function_path(prim.function, ns) or ns.bind(prim.impl, _ident(prim.name), numbered=False)
-    return f"{fn}({', '.join(args)}{kw})"
+    fn = ns.calls.get(prim)
+    if fn is None:
+        fn = ns.calls[prim] = _function_path(prim.function, ns) or \
+            ns.bind(prim.impl, _ident(prim.name), numbered=False)
+    if e.params:
+        args += [f"{k}={_value_src(v, ns)}" for k, v in e.params]
+    return f"{fn}({', '.join(args)})"
 
 
 @functools.cache     # once per spelling
@@ -215,15 +222,17 @@ def _literal_sources(e, args: list, ns: _Namespace) -> None:
     """Write the literal operands (in ``args`` as themselves). A float among float64 operands
     of an elementwise primitive is a Python float: it computes the same, and np.float64(0.9)
     would be built again on every call; in a long tape's array code a 0-d array (numpy converts
-    a Python float operand on every call, ~0.3 us)."""
+    a Python float operand on every call, ~0.3 us: twice the cost of a product of small arrays)."""
     floats = not ns.scalar and e.prim.elementwise and _all_float64(e.inputs)
     array = floats and ns.compact and e.outputs[0].aval.shape != ()
     for k, x in enumerate(args):
         if type(x) is Lit:
-            if floats and type(x.value) in _FLOATS:
-                args[k] = ns.constant(float(x.value)) if array else _value_src(float(x.value), ns)
-            else:
+            if not floats or type(x.value) not in _FLOATS:
                 args[k] = _operand_src(x, ns)
+            elif array:
+                args[k] = ns.constant(float(x.value))
+            else:
+                args[k] = _value_src(float(x.value), ns)
 
 
 _FLOATS = (float, np.float64)
@@ -308,8 +317,8 @@ def _shape(spelling: str) -> tuple[int, dict[int, int], dict[int, int]]:
 
 def _plan(tape: Tape, ns: _Namespace) -> tuple[list[int] | None, dict[Var, int]]:
     """The line each equation of a long tape is written in (its own index, or the line of the
-    reader it is written into), and where each variable is last read (the line that reads it
-    last; the tape's outputs: past the end).
+    reader it is written into), and where each named variable is last read (the line that
+    reads it last; the tape's outputs: past the end; a value written into its reader has no name).
 
     A value is written into its reader if it is one value of a pure primitive, read once, by an
     equation of the same user line (``Eqn.source``) in the same section, forward or backward,
@@ -328,13 +337,14 @@ def _plan(tape: Tape, ns: _Namespace) -> tuple[list[int] | None, dict[Var, int]]
         return None, last
     n_forward = tape.n_forward if isinstance(tape, GradTape) else end
     runs, so_far = [0] * end, [1] * end      # eqn -> its run (user line), its index in its pullback
-    run, previous = 0, None
+    run, source, origin = 0, None, None
     for i, e in enumerate(eqns):
-        if previous is None or e.source != previous.source or i == n_forward:
+        o = e.origin
+        if e.source != source or i == n_forward or i == 0:
             run += 1
-        elif e.origin.kind != "primal" and (e.origin is previous.origin or e.origin == previous.origin):
+        elif o is origin or o.of is origin.of and o.kind == origin.kind != "primal" and o.rule == origin.rule:
             so_far[i] = so_far[i - 1] + 1
-        runs[i], previous = run, e
+        runs[i], source, origin = run, e.source, o
     many = set(last)                          # values read more than once (the outputs: at the end)
     inner: dict[Var, int] = {}                # value -> its reader, if that is written into a later line
     line, width = [0] * end, [0] * end        # eqn -> its line, line -> its length
@@ -352,6 +362,7 @@ def _plan(tape: Tape, ns: _Namespace) -> tuple[list[int] | None, dict[Var, int]]
             if runs[r] == runs[i] and width[line[r]] + (1 if r - i < so_far[r] else so_far[i]) \
                     <= INLINE and _accepts(eqns[r], v, ns.scalar):
                 at = line[r]
+                del last[v]                   # it has no name: it lives inside the expression
         line[i] = at
         width[at] += 1
         for x in e.inputs:
@@ -507,7 +518,7 @@ def _registers(tape: Tape, last: dict[Var, int], line: list[int] | None, dead: d
             continue
         deleted = dead.get(i)                    # deleted after the line: not reused by it
         for x in dying.get(i, ()):
-            if x in names and not (deleted and x in deleted):     # (values written into a line have none)
+            if not (deleted and x in deleted):
                 free.append(names[x])
         for v in e.outputs:
             if free:
