@@ -109,9 +109,9 @@ def cache_key(prim, params, avals, needs_grad):
 def lift(prim: Primitive, params: tuple, values: list, needs_grad: tuple[bool, ...],
          source: str | None = None, rule=None) -> LiftedRule:
     """The lifted form of ``prim``'s rule (or of ``rule``, standing in for it) at operands like
-    ``values``; cached by their avals."""
+    ``values``; cached by their avals (a Python scalar by its value: it stays a literal)."""
     rule = rule or prim.rule
-    key = (rule, prim, prim.rule, params, tuple(map(_operand_key, values)), tuple(needs_grad))  # cache_key's
+    key = (rule,) + cache_key(prim, params, map(_operand_key, values), needs_grad)
     try:
         hit = _CACHE.get(key)
     except TypeError:       # unhashable params: lift every time
