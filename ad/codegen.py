@@ -1,21 +1,31 @@
 """Compiling a tape to straight-line numpy source. The source is shown to learners and executed
 for speed: a compiled gradient is, by construction, a hand-written gradient.
 
-A short tape (at most ``LONG`` equations: the ones people read line by line) is one line per
-equation, ``v7`` for ``%7``, a comment with the provenance. A long one is written more as a
-person would write it, which Python also compiles and runs faster (bench/bench_codegen.py):
+A short tape (at most ``LONG`` equations: the ones people read line by line, in the docs and
+notebooks) is one line per equation, ``v7`` for ``%7``, a comment with the provenance. A long
+one is written as a person writes a long gradient, one line per step of the loop::
 
-- a value read once, by a later equation of the same origin (the same user line, the same
-  pullback), is written into its reader's expression, at most ``INLINE`` equations in a line:
-  ``v4 = np.sin(v0) * c_0_9 + c_0_1 * v0``. A line is still named for its last equation
-  (``v4`` is ``%4``) and carries its origin. Half the statements: the 10,000-op chain's gradient
-  compiles 2x faster, and its temporaries die inside the expression, with no ``del``.
-- a float constant among arrays is a 0-d float64 array named for its value (``c_0_9`` is 0.9,
-  ``c_m1em05`` is -1e-05): numpy converts a Python float operand on every call, which doubles
-  the cost of an operation on a small array (bench.workloads' vector: 1.26x -> 1.0x hand numpy).
+    r1 = np.tanh(r0 * c_0_5)  # %3
+    r151 = r151 * c_0_5 * (1 - r1 * r1)  # %900: pullback of %4 (multiply), %3 (tanh)
 
-Local names stay ``v7`` for ``%7`` in numpy code (no name is reused for another value: a reader
-of any line finds its tape variable); scalar code reuses a dead value's name (``_registers``).
+- a value read once, by the same user line (the same ``Eqn.source``, in the same section), is
+  written into its reader's expression (``_plan``; a pullback's equations all together or not at
+  all; at most ``INLINE`` equations a line; parentheses where Python's precedence needs them);
+- names of dead values are reused (``_registers``), so a value dies when its name is taken, with
+  no ``del`` line (large ones are still deleted after their last read); the comment names the
+  line's tape variable ``%N`` and the pullbacks in it: the link to the tape and its listing;
+- a float constant among float64 arrays is a read-only 0-d array named for its value (``c_0_9``
+  is 0.9, ``c_m1em05`` is -1e-05): numpy converts a Python float operand on every call, about
+  0.3 us, which doubles the cost of an operation on a small array.
+
+Why (measured side by side with the one-line-per-equation code, machine shared and loaded):
+Python compiles a statement in 10-20 us, and the 10,000-op chain's gradient (30,002 equations)
+was 30,944 lines: now 10,007, generated and compiled 2x faster (0.89 -> 0.42 s); the same code
+runs faster (a value dies as soon as its name is reused, into numpy's cache of small blocks:
+the 2,000-op chain 1.26x faster at length 16, 1.04x at length 1000; bench.workloads' 240-op
+vector, with the 0-d constants, 1.25x -> 0.9x the hand-written numpy gradient). The scalar
+code (Python floats, ``is_scalar``) is written the same way (1.54x -> 1.3x the hand-written
+``math`` gradient). ``python -m bench.bench_compile_time`` measures the compile stage.
 """
 from __future__ import annotations
 
@@ -50,7 +60,7 @@ class _Namespace:
     def __init__(self, scalar: bool = False, compact: bool = False):
         self.globals = {"np": np, "math": math} if scalar else {"np": np}
         self.scalar, self.compact = scalar, compact
-        self.names: dict[Var, str] = {}      # scalar code's reused names (default: v7 for %7)
+        self.names: dict[Var, str] = {}      # reused names (scalar code, long tapes; else v7 for %7)
         self._ids: dict = {}
         self.paths: dict = {}                # function -> its public path (or None)
         self.calls: dict = {}                # primitive -> the function its default spelling calls
@@ -291,7 +301,8 @@ def _needs(parent, child) -> int:
         return 1 if child is parent.orelse else 2
     if isinstance(parent, ast.Call) and child is not parent.func or isinstance(parent, ast.keyword):
         return _ANYWHERE
-    if isinstance(parent, ast.Subscript) and child is parent.slice or isinstance(parent, (ast.Tuple, ast.Slice)):
+    if isinstance(parent, ast.Subscript) and child is parent.slice \
+            or isinstance(parent, (ast.Tuple, ast.Slice)):
         return _ANYWHERE
     return _ATOM
 
@@ -499,10 +510,9 @@ def _registers(tape: Tape, last: dict[Var, int], line: list[int] | None, dead: d
     """Names that reuse a dead value's name (``r3 = r3 * 0.9``), as a hand-written gradient
     does, for scalar code and long tapes (the tape's own names are in the comments). A Python
     frame with one local per equation, thousands of them, is slow to make and keeps every value
-    alive: on Python floats 1.7x slower (bench.workloads' scalar workload); on small arrays each
-    new one misses numpy's cache of small blocks (1.4x slower on a 2,000-op chain of length
-    16), and deleting them in ``del`` lines costs Python as much to compile as the lines
-    themselves."""
+    alive: on Python floats 1.7x slower (bench.workloads' scalar workload); on small arrays a
+    new one misses numpy's cache of small blocks (the 2,000-op chain of length 16 is 1.26x
+    faster), and ``del`` lines cost Python as much to compile as the lines they free."""
     names = {v: f"v{v.n}" for v in tape.inputs}
     inputs, end = set(tape.inputs), len(tape.eqns)
     dying: dict[int, list[Var]] = {}             # line -> the values it reads last

@@ -78,8 +78,8 @@ BINARY = ["{a} + {b}", "{a} - {b}", "{a} - ({b} - {a})", "{a} * ({b} + 0.5)", "{
           "({a} + {b}) ** 2", "np.maximum({a}, {b} * 0.5)", "np.where({a} > {b}, {a} - {b}, {b} * 2.0)",
           "({a} - {b}) * ({a} + {b})", "-({a} * {b})", "{a} @ {b}"]
 
-program = st.tuples(st.lists(st.tuples(st.sampled_from(UNARY + BINARY), st.integers(0, 99), st.integers(0, 99)),
-                             min_size=1, max_size=10), st.integers(0, 2 ** 31))
+step = st.tuples(st.sampled_from(UNARY + BINARY), st.integers(0, 99), st.integers(0, 99))
+program = st.tuples(st.lists(step, min_size=1, max_size=10), st.integers(0, 2 ** 31))
 
 
 def _function(steps):
@@ -134,9 +134,9 @@ def test_a_long_tape_reads_like_a_hand_written_gradient():
     assert len(lines) < len(compiled.tape.eqns) / 2
     assert any(line.strip().startswith("r1 = np.tanh(r0 * c_0_5)  # %") for line in lines)
     backward = [line for line in lines if "pullback of" in line]
-    assert "np.broadcast_to(" in backward[0] and len(backward) == 1 + 150, backward[:3]   # the seed, then a line a step
+    assert "np.broadcast_to(" in backward[0] and len(backward) == 1 + 150, backward[:3]  # the seed, a step a line
     assert all(" * c_0_5 * (1 - " in line for line in backward[1:]), backward[:3]
-    assert all(", %" in line.split("pullback of", 1)[1] for line in backward[1:])   # (multiply), %.. (tanh)
+    assert all(", %" in line.split("pullback of", 1)[1] for line in backward[1:])   # %4 (multiply), %3 (tanh)
     assert compiled.fn.__code__.co_nlocals < 160                 # the 150 values the backward pass reads
     assert "del " not in compiled.source                         # small values die in their names
     t, ts = x, []
@@ -175,8 +175,9 @@ def test_float_constants_among_arrays_are_0d_arrays_and_the_rest_stays_literal(m
     compact = _compact(ad.trace(f, x, y, 2.0), monkeypatch, scalar=False)
     assert "* c_0_9" in compact.source and "* c_m0_0" in compact.source, compact.source
     assert "* 0.5" in compact.source and "* 0.25" in compact.source, compact.source
-    assert compact.fn.__globals__["c_m0_0"].dtype == np.float64 and math.copysign(1, compact.fn.__globals__["c_m0_0"]) < 0
-    assert not compact.fn.__globals__["c_0_9"].flags.writeable
+    constants = compact.fn.__globals__
+    assert constants["c_m0_0"].dtype == np.float64 and math.copysign(1, constants["c_m0_0"]) < 0
+    assert not constants["c_0_9"].flags.writeable
     _assert_same(compact, compile_tape(ad.trace(f, x, y, 2.0), scalar=False), [x, y, 2.0], "constants")
 
 
