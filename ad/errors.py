@@ -34,14 +34,15 @@ def _is_users(filename: str) -> bool:
         and not filename.startswith("<__array_function__")
 
 
-def user_location() -> str | None:
+def user_location(ad_frames: int = 1) -> str | None:
     """``"file.py:12 in fn"`` for the user's innermost frame (outside ``ad``, numpy and scipy).
 
-    Every recorded equation asks, and the walk is a fifth of the cost of recording one: it
-    starts at the caller's caller (the caller is ad's own code)."""
+    ``ad_frames``: how many frames, the caller's and up, are known to be ad's own; the walk
+    starts past them. Every recorded equation asks, and each frame the walk looks at costs
+    about 3% of recording one."""
     try:
-        f = sys._getframe(2)
-    except ValueError:       # called at the top level: no frame above
+        f = sys._getframe(1 + ad_frames)
+    except ValueError:       # called near the top level: no frame that far up
         return None
     while f is not None and not _is_users(f.f_code.co_filename):
         f = f.f_back

@@ -131,24 +131,30 @@ class Recorder:
     def record(self, prim, operands, params):
         inputs, values = [], []
         for x in operands:
-            var, value = self.operand(x)
-            inputs.append(var)
-            values.append(value)
+            if type(x) is Tracer and x._rec is self and x._base is None:    # operand(x), inline
+                inputs.append(x.variable)
+                values.append(x.value)
+            else:
+                var, value = self.operand(x)
+                inputs.append(var)
+                values.append(value)
         inputs = tuple(inputs)
-        stand_ins = bool(self.symbolic) and not self.symbolic.isdisjoint(inputs)
+        stand_ins = not self.symbolic.isdisjoint(inputs) if self.symbolic else False
         try:
-            out = values[0] if prim.checks_values and stand_ins else prim.impl(*values, **params)
+            out = values[0] if stand_ins and prim.checks_values else prim.impl(*values, **params)
         except Exception as exc:
-            exc.add_note(f"while recording {prim.name} at {self.source or user_location()}")
+            exc.add_note(f"while recording {prim.name} at {self.source or user_location(ad_frames=2)}")
             raise
         if prim.multiple_results:
-            tracers = [self.new_tracer(o) for o in out]
+            tracers = tuple(self.new_tracer(o) for o in out)
             outputs = tuple(t.variable for t in tracers)
         else:
-            tracers = [self.new_tracer(out)]
-            outputs = (tracers[0].variable,)
-        source = self.source if self.source is not None else user_location()
-        self.eqns.append(Eqn(prim, inputs, freeze_params(params), outputs, source, self.origin))
+            tracer = self.new_tracer(out)
+            tracers, outputs = (tracer,), (tracer.variable,)
+        # record and its caller (Primitive.bind, or another ad function) are ad's own frames
+        source = self.source if self.source is not None else user_location(ad_frames=2)
+        self.eqns.append(Eqn(prim, inputs, freeze_params(params) if params else (), outputs, source,
+                             self.origin))
         if self.differentiated and prim.differentiable and not self.differentiated.isdisjoint(inputs):
             for v in outputs:
                 if v.aval.is_float:
@@ -161,7 +167,7 @@ class Recorder:
             step = (prim, params, tuple(operands[1:]))
             for t in tracers:
                 t._base = (root, root._version, source, chain + (step,))
-        return tuple(tracers) if prim.multiple_results else tracers[0]
+        return tracers if prim.multiple_results else tracers[0]
 
 
 class Tracer(Traced):
