@@ -64,6 +64,7 @@ class _Namespace:
         self._ids: dict = {}
         self.paths: dict = {}                # function -> its public path (or None)
         self.calls: dict = {}                # primitive -> the function its default spelling calls
+        self.spellings: dict = {}            # primitive -> its _Spelling
         self._floats: dict = {}              # float constants' names
 
     def bind(self, value, stem: str, numbered: bool = True) -> str:
@@ -73,6 +74,10 @@ class _Namespace:
             self._ids[key] = name
             self.globals[name] = value
         return self._ids[key]
+
+    def spell(self, prim) -> "_Spelling":
+        self.spellings[prim] = spelling = _Spelling(prim, self.scalar)
+        return spelling
 
     def constant(self, x: float) -> str:
         """A float operand among arrays: a read-only 0-d float64 array named for its value."""
@@ -182,7 +187,7 @@ def eqn_source(e, ns: _Namespace, exprs: dict | None = None) -> str:
     the impl) with the params as keywords. ``exprs``: the sources of operands written into this
     expression (``_plan``), with their precedence."""
     prim = e.prim
-    spelling = prim.scalar_spelling if ns.scalar else prim.spelling
+    spelling = ns.spellings.get(prim) or ns.spell(prim)
     names, args, literals = ns.names, [], False
     for x in e.inputs:
         if type(x) is not Var:
@@ -190,20 +195,19 @@ def eqn_source(e, ns: _Namespace, exprs: dict | None = None) -> str:
             literals = True
         elif exprs and x in exprs:
             text, precedence = exprs.pop(x)
-            needs = _shape(spelling)[1][len(args)] if type(spelling) is str else _ANYWHERE
+            needs = spelling.needs[len(args)] if spelling.needs is not None else _ANYWHERE
             args.append(text if precedence >= needs else f"({text})")
         else:
             args.append(names[x] if names else f"v{x.n}")
     if literals:
         _literal_sources(e, args, ns)
-    if type(spelling) is str:
-        fill, params = _template(spelling)
-        if params:
+    if spelling.fill is not None:
+        if spelling.params:
             given = dict(e.params)
-            return fill(args, [_value_src(given[k], ns) for k in params])
-        return fill(args, ())
-    if spelling is not None:
-        return spelling(args, e.kwargs)
+            return spelling.fill(args, [_value_src(given[k], ns) for k in spelling.params])
+        return spelling.fill(args, ())
+    if spelling.text is not None:
+        return spelling.text(args, e.kwargs)
     fn = ns.calls.get(prim)
     if fn is None:
         fn = ns.calls[prim] = _function_path(prim.function, ns) or \
@@ -359,19 +363,15 @@ def _plan(tape: Tape, ns: _Namespace) -> tuple[list[int] | None, dict[Var, int]]
     many = set(last)                          # values read more than once (the outputs: at the end)
     inner: dict[Var, int] = {}                # value -> its reader, if that is written into a later line
     line, width = [0] * end, [0] * end        # eqn -> its line, line -> its length
-    writable: dict = {}                       # primitive -> can its value be written into another
+    spellings = ns.spellings
     for i in range(end - 1, -1, -1):
         e = eqns[i]
-        prim = e.prim
-        w = writable.get(prim)
-        if w is None:
-            spelling = prim.scalar_spelling if ns.scalar else prim.spelling
-            w = writable[prim] = prim.kind == "pure" and not prim.multiple_results and not callable(spelling)
         at = i
-        if w and (v := e.outputs[0]) in last and v not in many:
+        if (spellings.get(e.prim) or ns.spell(e.prim)).writable and (v := e.outputs[0]) in last \
+                and v not in many:
             r = inner.get(v, last[v])
             if runs[r] == runs[i] and width[line[r]] + (1 if r - i < so_far[r] else so_far[i]) \
-                    <= INLINE and _accepts(eqns[r], v, ns.scalar):
+                    <= INLINE and _accepts(eqns[r], v, ns):
                 at = line[r]
                 del last[v]                   # it has no name: it lives inside the expression
         line[i] = at
@@ -389,13 +389,29 @@ def _plan(tape: Tape, ns: _Namespace) -> tuple[list[int] | None, dict[Var, int]]
     return line, last
 
 
-def _accepts(reader, x: Var, scalar: bool) -> bool:
+def _accepts(reader, x: Var, ns: _Namespace) -> bool:
     """Can ``x`` be written into its reader's expression: a call's argument, or a slot of a format
     string that occurs once (else it would be computed twice)."""
-    spelling = reader.prim.scalar_spelling if scalar else reader.prim.spelling
-    if reader.prim.kind == "guard" or callable(spelling):
-        return False
-    return spelling is None or _shape(spelling)[2][reader.inputs.index(x)] == 1
+    spelling = ns.spellings.get(reader.prim) or ns.spell(reader.prim)
+    return spelling.reads and (spelling.counts is None or spelling.counts[reader.inputs.index(x)] == 1)
+
+
+class _Spelling:
+    """How the code writes a primitive (made once per primitive and namespace): its spelling;
+    a format string's f-string, the params it names, its precedence, what its slots need and
+    how often each occurs; can its value be written into a reader (one value of a pure
+    primitive, a format string or a call), can operands be written into it (not a guard, not a
+    function of the operands' sources)."""
+
+    __slots__ = ("text", "fill", "params", "precedence", "needs", "counts", "writable", "reads")
+
+    def __init__(self, prim, scalar: bool):
+        self.text = text = prim.scalar_spelling if scalar else prim.spelling
+        formatted = type(text) is str
+        self.fill, self.params = _template(text) if formatted else (None, ())
+        self.precedence, self.needs, self.counts = _shape(text) if formatted else (_ATOM, None, None)
+        self.writable = prim.kind == "pure" and not prim.multiple_results and not callable(text)
+        self.reads = prim.kind != "guard" and not callable(text)
 
 
 SCALAR_DTYPES = frozenset(map(np.dtype, (np.float64, np.bool_)))
@@ -451,8 +467,7 @@ def generate(tape: Tape, name: str = "f", scalar: bool = False) -> tuple[str, di
         prim, origin = e.prim, e.origin
         rhs = eqn_source(e, ns, exprs) if prim.kind != "guard" else _guard_source(e, ns)
         if line is not None and line[i] != i:
-            spelling = prim.scalar_spelling if scalar else prim.spelling
-            exprs[e.outputs[0]] = (rhs, _ATOM if spelling is None else _shape(spelling)[0])
+            exprs[e.outputs[0]] = (rhs, ns.spellings[prim].precedence)
             if origin.kind != "primal":
                 seen = origins.get(line[i])
                 if seen is None:
