@@ -9,8 +9,8 @@ one is written as a person writes a long gradient, one line per step of the loop
     r151 = r151 * c_0_5 * (1 - r1 * r1)  # %900: pullback of %4 (multiply), %3 (tanh)
 
 - a value read once, by the same user line (the same ``Eqn.source``, in the same section), is
-  written into its reader's expression (``_plan``; a pullback's equations all together or not at
-  all; at most ``INLINE`` equations a line; parentheses where Python's precedence needs them);
+  written into its reader's expression (``_plan``; a pullback into another's line only if all of
+  it fits; at most ``INLINE`` equations a line; parentheses where Python's precedence needs them);
 - names of dead values are reused (``_registers``), so a value dies when its name is taken, with
   no ``del`` line (large ones are still deleted after their last read); the comment names the
   line's tape variable ``%N`` and the pullbacks in it: the link to the tape and its listing;
@@ -62,7 +62,6 @@ class _Namespace:
         self.scalar, self.compact = scalar, compact
         self.names: dict[Var, str] = {}      # reused names (scalar code, long tapes; else v7 for %7)
         self._ids: dict = {}
-        self.paths: dict = {}                # function -> its public path (or None)
         self.calls: dict = {}                # primitive -> the function its default spelling calls
         self.spellings: dict = {}            # primitive -> its _Spelling
         self._floats: dict = {}              # float constants' names
@@ -162,12 +161,8 @@ def _operand_src(x, ns) -> str:
 def _function_path(f, ns: _Namespace) -> str | None:
     """Where compiled code finds a numpy or scipy function by its public name (``np.sum``,
     ``np.linalg.inv``, ``scipy.special.psi``), if that name leads back to ``f``."""
-    if f not in ns.paths:
-        ns.paths[f] = _public_path(f, ns) if f is not None else None
-    return ns.paths[f]
-
-
-def _public_path(f, ns: _Namespace) -> str | None:
+    if f is None:
+        return None
     path = public_name(f)
     root, *parts = path.split(".")
     module = np if root == "np" else sys.modules.get(root) if root == "scipy" else None
@@ -337,10 +332,10 @@ def _plan(tape: Tape, ns: _Namespace) -> tuple[list[int] | None, dict[Var, int]]
 
     A value is written into its reader if it is one value of a pure primitive, read once, by an
     equation of the same user line (``Eqn.source``) in the same section, forward or backward,
-    and the line stays at most ``INLINE`` equations long; a pullback's equations go into
-    another's line all together or not at all (so that a line is one step of the user's loop:
-    ``g = g * 0.5 * (1 - t * t)``, not one and a half). One pass from the end: a value's
-    readers come first."""
+    and the line stays at most ``INLINE`` equations long; a value of one pullback goes into a
+    line of another only if the line has room for all of its pullback's equations so far (so
+    that a line is one step of the user's loop, ``g = g * 0.5 * (1 - t * t)``, not one and a
+    half). One pass from the end: a value's readers come first."""
     eqns = tape.eqns
     end = len(eqns)
     last: dict[Var, int] = {x: end for x in tape.outputs if type(x) is Var}
