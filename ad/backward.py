@@ -258,9 +258,11 @@ def build(primal: Tape, values: list, wrt: list[int], *, seed: str = "ones",
         sub = lifted.literals.copy()    # template variable (or literal) -> joint operand
         sub.update(zip(lifted.args, ops))
         b.rename(lifted.defined[0], sub)
-        extra = []                       # what _rule_output adds after the rule's body
-        outs = (list(map(sub.__getitem__, lifted.outs)) if lifted.computes_outputs else
-                [_rule_output(b, sub, o, lifted, v, e, extra) for o, v in zip(lifted.outs, e.outputs)])
+        if lifted.computes_outputs:
+            outs, extra = list(map(sub.__getitem__, lifted.outs)), ()
+        else:
+            extra = []                   # what _rule_output adds after the rule's body
+            outs = [_rule_output(b, sub, o, lifted, v, e, extra) for o, v in zip(lifted.outs, e.outputs)]
         origin = Origin("primal", outs[0], e.prim.name)
         b.copy(lifted.fwd, sub, e.source, origin)    # all stamped as this instance's
         for args in extra:
@@ -291,7 +293,7 @@ def build(primal: Tape, values: list, wrt: list[int], *, seed: str = "ones",
         cts = list(map(ct.get, outs))
         if cts.count(None) == len(cts):
             continue
-        template = _template(e, lifted, cts, opvals, needs)
+        template = _template(e, lifted, cts, opvals, needs) if _BACKPROPAGATE else lifted
         if None in cts:
             cts = [_zeros(b, o.aval, o, "zeros", e.source) if c is None else c for c, o in zip(cts, outs)]
         bsub = sub                   # the instance's own map, not needed after its pullback
