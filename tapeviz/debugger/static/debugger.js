@@ -710,6 +710,7 @@ class View {
     this.listings = new Map();     // String(window) -> the listing's markup
     this.applied = {};             // trait -> the markup in the DOM
     this.residualRows = new Map(); // markup -> row
+    this.residualsAsked = false;   // the residuals' frame is asked for
     for (const trait of TRAITS) {
       this.onChange[trait] = () => this.invalidate(trait);
       model.on(`change:${trait}`, this.onChange[trait]);
@@ -768,7 +769,7 @@ class View {
       this.applied[trait] = html;
       changed = true;
       if (part === "listing") this.listing.show(html);
-      else if (part === "residuals") refill(this.ui[part], html, this.residualRows);
+      else if (part === "residuals") this.paintResiduals(html);
       else this.ui[part].innerHTML = html;
       if (part === "closure") this.ui.closure.hidden = !html;
     }
@@ -784,6 +785,19 @@ class View {
     this.ui.phase.dataset.confirmed = String(!this.guessed);
     this.paintGraph();
     this.listing.commit();
+  }
+
+  /* The residuals table, below the listing, follows in the next frame (as the drawing does):
+     the step's phase line, listing and values reach the screen first. */
+  paintResiduals(html) {
+    this.residualsHtml = html;
+    if (this.residualsAsked) return;
+    this.residualsAsked = true;
+    requestAnimationFrame(() => {
+      this.residualsAsked = false;
+      refill(this.ui.residuals, this.residualsHtml, this.residualRows);
+      this.decorate(this.ui.residuals);
+    });
   }
 
   /* A trait as shown: the guessed step's, else the model's. */
