@@ -91,17 +91,21 @@ def kernel_stages(n_eqns: int) -> dict:
 CLICK_JS = """async (clicks) => {
   const root = document.querySelector('.tv-root');
   const phase = root.querySelector('.tv-phase'), pane = root.querySelector('.tv-graph-pane');
-  // the view writes the DOM in an animation frame: a change seen during a frame (from its
-  // animation callbacks to the task after it) is on screen when the frame ends, one seen between
-  // frames when the next one ends
-  let inFrame = false, measuring = true;
+  // the view writes the DOM in animation frames: a change is on screen when the frame under way
+  // (from its animation callbacks to the task after it) ends, or else the next one; ends[k] is
+  // when frame k ended (this loop's callback runs first in each frame, so its task runs first
+  // after the frame)
+  let measuring = true;
+  const ends = [], waiting = [];
   const frames = () => {
-    inFrame = true;
-    setTimeout(() => { inFrame = false; });
+    setTimeout(() => {
+      ends.push(performance.now());
+      for (const wait of waiting.splice(0)) (ends.length > wait.k ? wait.done(ends[wait.k]) : waiting.push(wait));
+    });
     if (measuring) requestAnimationFrame(frames);
   };
   requestAnimationFrame(frames);
-  const painted = () => new Promise((done) => (inFrame ? setTimeout(done) : requestAnimationFrame(() => setTimeout(done))));
+  const ended = (k) => new Promise((done) => waiting.push({ k, done }));
   const until = (node, step, confirmed) => new Promise((done) => {
     const there = () => node.dataset.step === step && (!confirmed || node.dataset.confirmed === "true");
     if (there()) return done();
@@ -115,12 +119,11 @@ CLICK_JS = """async (clicks) => {
     root.querySelector('button.tv-next').click();
     await until(phase, step);
     const tm = performance.now();
-    await painted();
-    const t1 = performance.now();
-    await new Promise((done) => requestAnimationFrame(() => setTimeout(done)));   // the residuals' frame
-    const tr = performance.now();
-    await until(pane, step); await painted();
-    const t2 = performance.now();
+    const frame = ends.length;                       // the frame that shows the step
+    const t1 = await ended(frame);
+    const tr = await ended(frame + 1);               // the residuals' frame
+    await until(pane, step);
+    const t2 = await ended(ends.length);
     await until(phase, step, true);
     out.push([t1 - t0, t2 - t0, tm - t0, performance.now() - t0, tr - t0]);
   }
