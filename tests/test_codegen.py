@@ -39,6 +39,7 @@ def _assert_same(compact, short, args, where: str):
     got, got_error = _outcome(compact, args)
     want, want_error = _outcome(short, args)
     assert got_error is want_error, (where, got_error, want_error, compact.source)
+    assert len(got or ()) == len(want or ()), where
     for g, w in zip(got or (), want or ()):
         assert type(g) is type(w) and np.result_type(g) == np.result_type(w), (where, g, w)
         assert np.array_equal(g, w, equal_nan=True) and np.array_equal(np.signbit(g), np.signbit(w)), \
