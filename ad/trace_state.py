@@ -20,8 +20,10 @@ def find_recorder(operands):
     """The recorder of the innermost active trace among the operands' tracers, or None."""
     rec = None
     for x in operands:
-        if isinstance(x, Traced) and (rec is None or x._rec.level > rec.level):
-            rec = x._rec
+        if isinstance(x, Traced):
+            r = x._rec
+            if rec is None or r.level > rec.level:
+                rec = r
     if rec is not None and not rec.active:
         raise TraceError("a traced value is used after its trace ended (was it stored in a global "
                          "or in an object that outlived the traced call?)")

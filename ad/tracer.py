@@ -90,9 +90,6 @@ class Recorder:
     def literal(self, x) -> Lit:
         """Constants become literals; arrays are snapshotted once per trace (later mutation of
         the user's array cannot change the tape)."""
-        aval = _SCALAR_AVALS.get(type(x))
-        if aval is not None:
-            return Lit(x, aval)
         if isinstance(x, np.ndarray):
             hit = self._consts.get(id(x))
             if hit is None:
@@ -110,6 +107,9 @@ class Recorder:
             if x._rec is not self:
                 return self._capture(x), x.value
             return x.variable, x.value
+        aval = _SCALAR_AVALS.get(type(x))
+        if aval is not None:        # a Python float, bool or complex: the commonest literal
+            return Lit(x, aval), x
         if isinstance(x, (list, tuple)) or x is None or isinstance(x, str):
             raise TypeError(f"operand {x!r} is not an array")
         lit = self.literal(x)
@@ -325,7 +325,11 @@ def _write_through(root: Tracer, chain, new):
 
 
 def _binary(ufunc):
-    return (lambda self, other: ufunc(self, other), lambda self, other: ufunc(other, self))
+    """``t + u`` and ``u + t``. numpy hands a ufunc call to the leftmost operand's
+    ``__array_ufunc__``: for ``t + u`` that is ours, called here directly (numpy's search for it
+    costs a twentieth of recording); for ``u + t`` it may be ``u``'s own, so numpy decides."""
+    return (lambda self, other: dispatch.ufunc(self, ufunc, "__call__", self, other),
+            lambda self, other: ufunc(other, self))
 
 
 def _inplace(ufunc):
@@ -348,7 +352,7 @@ for _name, _uf in {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": n
     setattr(Tracer, f"__{_name}__", _binary(_uf)[0])
 for _name, _uf in {"neg": np.negative, "pos": np.positive, "abs": np.absolute,
                    "invert": np.logical_not}.items():
-    setattr(Tracer, f"__{_name}__", lambda self, _uf=_uf: _uf(self))
+    setattr(Tracer, f"__{_name}__", lambda self, _uf=_uf: dispatch.ufunc(self, _uf, "__call__", self))
 
 
 def _method(func):

@@ -72,3 +72,19 @@ def test_literal_avals_are_numpys():
         tape = ad.trace(lambda x: x * v, np.ones(2))
         lit = tape.eqns[0].inputs[1]
         assert lit.aval.shape == np.shape(v) and lit.aval.dtype == np.result_type(v), (v, lit.aval)
+
+
+class _OwnUfuncs:
+    """An operand with its own ``__array_ufunc__`` (numpy asks it first when it is leftmost)."""
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        return ("own", ufunc.__name__)
+
+
+def test_operators_keep_numpys_order_of_overrides():
+    seen = {}
+
+    def f(x):
+        seen["reflected"] = _OwnUfuncs() * x       # numpy asks _OwnUfuncs first
+        return x * 2.0
+    ad.trace(f, np.ones(2))
+    assert seen["reflected"] == ("own", "multiply")
