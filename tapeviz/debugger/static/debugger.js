@@ -980,7 +980,9 @@ class View {
     if (checks !== this.checksShown) this.paintChecks(frame.checks);
     this.checksShown = checks;
     this.decorate(this.root);
-    this.listing.reveal(step);
+    const at = `${frame.granularity} ${step.start}`;     // a selection keeps where the user scrolled
+    if (at !== this.revealed) this.listing.reveal(step);
+    this.revealed = at;
   }
 
   paintChecks(checks) {
