@@ -129,6 +129,8 @@ class Recorder:
         return var
 
     def record(self, prim, operands, params):
+        """Compute ``prim`` on the operands' values and append its equation; returns the output
+        tracer(s). Every traced operation runs this: the common cases come first, inline."""
         inputs, values = [], []
         for x in operands:
             if type(x) is Tracer and x._rec is self and x._base is None:    # operand(x), inline
@@ -153,8 +155,7 @@ class Recorder:
             tracers, outputs = (tracer,), (tracer.variable,)
         # record and its caller (Primitive.bind, or another ad function) are ad's own frames
         source = self.source if self.source is not None else user_location(ad_frames=2)
-        self.eqns.append(Eqn(prim, inputs, freeze_params(params) if params else (), outputs, source,
-                             self.origin))
+        self.eqns.append(Eqn(prim, inputs, freeze_params(params), outputs, source, self.origin))
         if self.differentiated and prim.differentiable and not self.differentiated.isdisjoint(inputs):
             for v in outputs:
                 if v.aval.is_float:
