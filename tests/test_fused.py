@@ -94,7 +94,7 @@ STEPS = {   # name -> (arity, fn): smooth, safe domains built in
     "maximum": (2, np.maximum), "where": (2, lambda x, y: np.where(x > y, x, y * 2.0)),
     "sigmoid": (1, ad.nn.sigmoid), "relu": (1, ad.nn.relu), "f32_round_trip": (1, lambda x: x.astype(np.float32) * 1.0),
     "sum_back": (1, lambda x: x - np.sum(x) / 16.0), "matmul": (1, lambda x: x @ W if np.shape(x)[-1:] == (4,) else x),
-    "row": (1, lambda x: x[0]), "corner": (1, lambda x: x[(slice(1),) * np.ndim(x)]),
+    "row": (1, lambda x: x[0] if np.ndim(x) else x), "corner": (1, lambda x: x[(slice(1),) * np.ndim(x)]),
     "column": (1, lambda x: x[:, 1:2] if np.ndim(x) == 2 else x),
     "softmax": (1, lambda x: np.exp(x - np.max(x, axis=-1, keepdims=True)) / np.sum(np.exp(x), axis=-1, keepdims=True)),
 }
