@@ -11,8 +11,6 @@ from __future__ import annotations
 import contextlib
 import functools
 
-import numpy as np
-
 from .errors import UnsupportedFunctionError
 from .primitives import Primitive, lookup, unique_name
 from .tangents import NoTangent, Thunk, ZeroTangent, unthunk
@@ -138,8 +136,7 @@ def rule_of(e):
         raise NotImplementedError(
             f"{prim.name} has no rule, so its gradient is unknown (at {e.source}). Register one "
             f"with @ad.rrule({prim.name}) returning (y, pullback).")
-    if not prim.complex_rule and any(np.issubdtype(v.aval.dtype, np.complexfloating)
-                                     for v in (*e.inputs, *e.outputs)):
+    if not prim.complex_rule and any(v.aval.is_complex for v in (*e.inputs, *e.outputs)):
         raise UnsupportedFunctionError(
             f"the gradient of {prim.name} with complex values: its rule is written for real "
             "numbers and would give a wrong gradient. Complex differentiation is not supported "

@@ -51,7 +51,10 @@ class Aval:
     def of(value) -> "Aval":
         if isinstance(value, (np.ndarray, np.generic)):
             return _aval(value.shape, value.dtype)
-        if isinstance(value, (bool, int, float, complex)):
+        scalar = SCALAR_AVALS.get(type(value))
+        if scalar is not None:
+            return scalar
+        if isinstance(value, (bool, int, float, complex)):    # an int (its dtype follows its size), a subclass
             return Aval((), np.result_type(value))
         value = np.asarray(value)
         return Aval(value.shape, value.dtype)
@@ -70,8 +73,18 @@ class Aval:
             return self.dtype.kind in "fc"
         return np.issubdtype(self.dtype, np.inexact)
 
+    @property
+    def is_complex(self) -> bool:
+        if isinstance(self.dtype, np.dtype):
+            return self.dtype.kind == "c"
+        return np.issubdtype(self.dtype, np.complexfloating)
+
     def __str__(self) -> str:
         return f"{short_dtype(self.dtype)}[{','.join(map(str, self.shape))}]"
+
+
+# a Python scalar's aval depends only on its type (an int's also on its size: not here)
+SCALAR_AVALS = {t: Aval((), np.result_type(t())) for t in (bool, float, complex)}
 
 
 @functools.lru_cache(maxsize=4096)

@@ -32,11 +32,8 @@ import numpy as np
 from . import dispatch
 from .core_prims import guard_p
 from .errors import ConcretizationError, MutationError, TraceError, scipy_escape, user_location
-from .tape import Aval, Eqn, Lit, Origin, Var, freeze_params
+from .tape import SCALAR_AVALS, Aval, Eqn, Lit, Origin, Var, freeze_params
 from .trace_state import ACTIVE, Traced
-
-# a Python scalar's aval depends only on its type (an int's also on its size: not here)
-_SCALAR_AVALS = {t: Aval.of(t()) for t in (bool, float, complex)}
 
 
 class Recorder:
@@ -107,7 +104,7 @@ class Recorder:
             if x._rec is not self:
                 return self._capture(x), x.value
             return x.variable, x.value
-        aval = _SCALAR_AVALS.get(type(x))
+        aval = SCALAR_AVALS.get(type(x))
         if aval is not None:        # a Python float, bool or complex: the commonest literal
             return Lit(x, aval), x
         if isinstance(x, (list, tuple)) or x is None or isinstance(x, str):
