@@ -191,6 +191,7 @@ def browser_clicks(n_eqns: int = 10_000) -> dict:
             "updated": statistics.median(s[2] for s in samples) / 1000,
             "confirmed": statistics.median(s[3] for s in samples) / 1000,
             "worst repaint": max(s[0] for s in samples) / 1000,
+            "repaint quartiles": [q / 1000 for q in statistics.quantiles([s[0] for s in samples], n=4)[::2]],
             "residuals": statistics.median(s[4] for s in samples) / 1000, **alone}
 
 
@@ -244,6 +245,7 @@ def run() -> str:
               f"| the view's DOM updated (kernel round trip included, not yet painted) | "
               f"{format_time(clicks['updated'])} |",
               f"| phase line and listing repainted | {format_time(clicks['repaint'])} |",
+              f"| (the middle half of the {CLICKS}) | {' to '.join(map(format_time, clicks['repaint quartiles']))} |",
               f"| (the slowest of the {CLICKS}) | {format_time(clicks['worst repaint'])} |",
               f"| the residuals table repainted (the frame after) | {format_time(clicks['residuals'])} |",
               f"| graph pane laid out (WebAssembly) and repainted | {format_time(clicks['graph'])} |",
