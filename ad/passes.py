@@ -449,7 +449,7 @@ def _simplified(e: Eqn, rules, seen: _Seen):
 
 def factor(tape: Tape) -> Tape:
     """The distributive law where a derivative adds two products of one value (a cotangent):
-    ``a*c1 + (a*c2)*b -> a*(c1 + c2*b)`` for float values, scalar literals c1 and c2, and
+    ``a*c1 + (a*c2)*b -> a*(c1 + c2*b)`` for real float values, scalar literals c1 and c2, and
     products read nowhere else. One multiplication fewer, as in the hand-written gradient of
     ``c1*x + c2*f(x)``; the products' values are gone (``meta["cotangents"]`` no longer shows
     those that were a cotangent).
@@ -501,7 +501,7 @@ def _distributive(e: Eqn, made: dict, uses) -> tuple | None:
     """For ``e``: s = p + q with p = a*c1, q = r*b, r = a*c2 (operands in either order, the
     products read only there, all derivative equations): ((a, c1, c2, b), (p, r, q)), else None."""
     s = e.outputs[0]
-    if not (e.origin.is_backward and s.aval.is_float):
+    if not (e.origin.is_backward and s.aval.dtype.kind == "f"):    # complex: where numpy's c*z makes nans
         return None
 
     def scaled(x):      # x = v * c for a variable v like s and a scalar literal c, read only once

@@ -95,3 +95,17 @@ def test_float32_stays_float32():
     g = opt(x)[1]
     assert g.dtype == np.float32 and multiplies(opt.eqns[opt.n_forward:]) == 2 * ROUNDS - 1
     np.testing.assert_allclose(g, ad.grad(rounds, optimize=False)(x), rtol=1e-5)
+
+
+def test_complex_values_are_not_factored():
+    """numpy multiplies a complex value by a real literal as by c + 0j, whose 0 times an infinite
+    part is nan: the two forms would differ there in more ways than the docstring says."""
+    def f(z):
+        for _ in range(2):
+            z = np.sin(z) * 0.9 + 0.1 * z
+        return np.sum(np.real(z * np.conj(z)))
+
+    z = np.array([0.3 + 0.2j, -1.0 + 0.5j])
+    raw = ad.grad_tape(f, z)
+    opt = optimize(raw)
+    assert not any(name == "factor" and before != after for name, before, after in opt.meta["passes"])
