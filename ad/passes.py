@@ -44,7 +44,7 @@ FOLD_MAX_SIZE = 1   # fold only scalars: array constants would hide the structur
 
 
 def _rebuild(tape: Tape, kept: list[Eqn], dropped: list[int], subst: dict) -> Tape:
-    """``tape`` with the equations ``kept`` (its own, in order, some rewritten) instead of its
+    """``tape`` with the equations ``kept`` (its own in order, some rewritten, some new) instead of its
     own: those at the indices ``dropped`` are gone and ``subst`` says what replaces their outputs
     (never by a variable ``subst`` replaces itself). A pass that changed nothing returns its
     tape itself instead."""
