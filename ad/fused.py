@@ -18,6 +18,7 @@ adds pairwise, so results agree to rounding.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import ctypes
 import hashlib
 import math
@@ -380,10 +381,8 @@ def build(source: str, n_eqns: int = 0, optimise: bool = True) -> ctypes.CDLL:
             os.replace(so_file, path)
         prune(folder, keep=path)
     else:
-        try:
-            os.utime(path)      # recently used: pruned last
-        except OSError:         # a read-only shared cache
-            pass
+        with contextlib.suppress(OSError):      # a read-only shared cache stays as it is
+            os.utime(path)                      # recently used: pruned last
     return ctypes.CDLL(path)
 
 
@@ -392,31 +391,24 @@ def cache_limit() -> int:
     return int(float(os.environ.get("TAPEVIZ_FUSED_CACHE_MB", 512)) * 2**20)
 
 
-def prune(folder: str, keep: str = "") -> list[str]:
+def prune(folder: str, keep: str) -> None:
     """Delete the least recently used libraries until the cache fits ``cache_limit()``, so a
     long-lived cache does not grow without end; ``keep`` (the one just built) stays. A process
-    that has a deleted library loaded keeps its mapping; the next one rebuilds it."""
+    that has a deleted library loaded keeps its mapping; the next one rebuilds it. Another
+    process pruning at the same time may remove a file first: that is not an error."""
     entries = []
-    for name in os.listdir(folder):
-        path = os.path.join(folder, name)
-        if name.endswith(".so") and path != keep:
-            try:
-                st = os.stat(path)
-            except FileNotFoundError:           # pruned by another process meanwhile
-                continue
-            entries.append((st.st_mtime, st.st_size, path))
-    total = sum(size for _, size, _ in entries) + (os.path.getsize(keep) if keep else 0)
-    removed = []
+    for entry in os.scandir(folder):
+        if entry.name.endswith(".so") and entry.path != keep:
+            with contextlib.suppress(FileNotFoundError):
+                st = entry.stat()
+                entries.append((st.st_mtime, st.st_size, entry.path))
+    total = sum(size for _, size, _ in entries) + os.path.getsize(keep)
     for _, size, path in sorted(entries):
         if total <= cache_limit():
             break
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.remove(path)
-        except FileNotFoundError:
-            pass
         total -= size
-        removed.append(path)
-    return removed
 
 
 # -- the compiled object ----------------------------------------------------------------------
