@@ -13,6 +13,7 @@ from .closure import eval_closure
 from .codegen import compile_tape
 from .errors import NonDifferentiableError, unwrapping_numpy
 from .fused import Fused
+from .lift import ExemplarRecorder
 from .passes import optimize as run_passes
 from .tape import Lit, Tape, eval_tape, gc_paused
 from .tracer import Recorder, Tracer
@@ -63,14 +64,14 @@ class _KeepingRecorder(Recorder):
         return out
 
 
-def _trace(f, args, argnums, values: dict | None = None) -> Tape:
+def _trace(f, args, argnums, rec: Recorder | None = None) -> Tape:
     """``trace``, with the float inputs of ``argnums`` (all, for None) marked as differentiated:
     converting them to plain values would lose their gradient, so the tracer refuses it.
-    ``values`` receives the values the trace computed, by the tape's variables (``linearize``
-    reuses them instead of running the primal again)."""
+    ``rec``: the recorder, if one that keeps values (``_KeepingRecorder``: ``linearize`` reuses
+    them instead of running the primal again; ``ExemplarRecorder``: ``build`` lifts at them)."""
     in_tree, leaves = pytree.InTree.build(args, _arg_names(f, len(args)))
     differentiated = None if argnums is None else set(_leaves_of(in_tree, argnums, len(args)))
-    with Recorder() if values is None else _KeepingRecorder(values) as rec:
+    with rec or Recorder() as rec:
         leaves = [rec.new_tracer(_concrete(x)) if t else x for x, t in zip(leaves, in_tree.traced)]
         inputs = tuple(x.variable for x, t in zip(leaves, in_tree.traced) if t)
         rec.differentiated.update(
@@ -159,10 +160,11 @@ def _grad_tape(f, args, argnums, holomorphic: bool) -> tuple[Tape, GradTape]:
     """``grad_tape``, and the primal tape it was built from."""
     concrete = tuple(pytree.unflatten(s, [_concrete(x) for x in pytree.flatten(a)[0]])
                      for a, s in ((a, pytree.flatten(a)[1]) for a in args))
-    primal = _trace(f, concrete, argnums)
+    rec = ExemplarRecorder()
+    primal = _trace(f, concrete, argnums, rec)
     wrt, grad_tree, slots = _wrt(primal, argnums, len(args))
     return primal, build(primal, _values(primal, concrete), wrt, grad_tree=grad_tree, grad_slots=slots,
-                         holomorphic=holomorphic)
+                         holomorphic=holomorphic, exemplars=rec.exemplars)
 
 
 def _values(primal: Tape, args) -> list:
@@ -309,7 +311,9 @@ def vjp_tapes(f, args, argnums: tuple):
     """What ``vjp`` builds: the primal tape, its gradient tape seeded by an input cotangent, that
     split into forward (inputs -> outputs, residuals) and backward (residuals, cotangents ->
     gradients) tapes, the gradients' structure and slots (``jacrev`` caches them)."""
-    primal = _trace(f, args, argnums)
+    rec = ExemplarRecorder()
+    primal = _trace(f, args, argnums, rec)
     wrt, grad_tree, slots = _wrt(primal, argnums, len(args))
-    gt = build(primal, _values(primal, args), wrt, seed="input", grad_tree=grad_tree, grad_slots=slots)
+    gt = build(primal, _values(primal, args), wrt, seed="input", grad_tree=grad_tree, grad_slots=slots,
+               exemplars=rec.exemplars)
     return (primal, gt) + partition(gt) + (grad_tree, slots)

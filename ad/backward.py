@@ -17,7 +17,7 @@ import numpy as np
 from . import pytree
 from .core_prims import add_p, full_p, positive_p
 from .errors import NonDifferentiableError
-from .lift import LiftedRule, lift
+from .lift import LiftedRule, cached, lift, signature
 from .primitives import Primitive, lookup
 from .rrule import rule_of
 from .tape import Eqn, Origin, Tape, Var, active_vars, eval_tape, format_tape, freeze_params, gc_paused
@@ -158,7 +158,7 @@ def backpropagate(prim, kind: str = "dense"):
     return register
 
 
-def _template(e: Eqn, lifted: LiftedRule, cts: list, opvals, needs) -> LiftedRule:
+def _template(e: Eqn, lifted: LiftedRule, cts: list, operands: "_Operands", needs) -> LiftedRule:
     """The lifted pullback to inline: an overload's for the cotangents' kind, or the rule's."""
     kind = "zero" if None in cts else "dense"
     overload = _BACKPROPAGATE.get((e.prim, kind))
@@ -169,13 +169,50 @@ def _template(e: Eqn, lifted: LiftedRule, cts: list, opvals, needs) -> LiftedRul
         def rule(*xs, _prim=e.prim, **params):
             return _prim.bind(*xs, **params), overload(*xs, **params)
         _OVERLOAD_RULES[overload] = rule
-    return lift(e.prim, e.params, opvals, needs, e.source, rule=rule)
+    return _lift(e, needs, operands, rule)
 
 
 _OVERLOAD_RULES: dict = {}
 
 
 # -- building ------------------------------------------------------------------------------
+
+class _Operands:
+    """The concrete operands rules are lifted at. A template that does not branch on values (the
+    cached kind) may be lifted at any operands of the same avals: the trace's ``exemplars``
+    (``lift.ExemplarRecorder``), so that the primal tape need not run again; one that branches
+    needs its equation's own operands, from one run of the primal tape, made when first needed."""
+
+    def __init__(self, primal: Tape, values: list, exemplars: dict | None):
+        self.primal, self.values, self.exemplars = primal, values, exemplars or {}
+        self.env: dict | None = None
+
+    def like(self, e: Eqn) -> tuple[list, bool]:
+        """Operands of ``e``'s avals, and whether they are ``e``'s own."""
+        found = self.exemplars.get(signature(e)) if self.exemplars else None
+        if found is None:
+            return self.of(e), True
+        return found[1], found[0] is e
+
+    def of(self, e: Eqn) -> list:
+        """``e``'s own operands."""
+        if self.env is None:
+            self.env = {}
+            eval_tape(self.primal, self.values, self.env)
+        return [self.env[x] if type(x) is Var else x.value for x in e.inputs]
+
+
+def _lift(e: Eqn, needs: tuple, operands: _Operands, rule=None) -> LiftedRule:
+    """The template of ``e``'s rule (or of ``rule``): cached, else lifted at operands like
+    ``e``'s, and again at ``e``'s own if it branched on those."""
+    lifted = cached(e, needs, rule)
+    if lifted is None:
+        values, own = operands.like(e)
+        lifted = lift(e.prim, e.params, values, needs, e.source, rule=rule)
+        if lifted.value_dependent and not own:
+            lifted = lift(e.prim, e.params, operands.of(e), needs, e.source, rule=rule)
+    return lifted
+
 
 class _Builder:
     def __init__(self):
@@ -225,20 +262,21 @@ def _zeros(b: _Builder, aval, of: Var, kind: str, source=None):
 
 @gc_paused
 def build(primal: Tape, values: list, wrt: list[int], *, seed: str = "ones",
-          grad_tree=None, grad_slots=(), holomorphic: bool = False) -> GradTape:
+          grad_tree=None, grad_slots=(), holomorphic: bool = False,
+          exemplars: dict | None = None) -> GradTape:
     """Lift every differentiable equation of ``primal`` and assemble the backward section.
 
-    values: concrete inputs (used once, to lift rules at real values); wrt: indices of the
-    inputs to differentiate; seed: "ones" (scalar output, seed 1) or "input" (cotangent inputs);
-    holomorphic: the seed 1 may be complex (``check_seed``).
+    values: concrete inputs (rules are lifted at real values); wrt: indices of the inputs to
+    differentiate; seed: "ones" (scalar output, seed 1) or "input" (cotangent inputs);
+    holomorphic: the seed 1 may be complex (``check_seed``); exemplars: the trace's operand
+    values (``lift.ExemplarRecorder``), else the primal tape runs once if a rule is not cached.
     """
     if seed == "ones":
         check_seed(primal, wrt, holomorphic)
     b = _Builder()
     inputs = [b.new(v.aval) for v in primal.inputs]
     env: dict = dict(zip(primal.inputs, inputs))
-    vals: dict = {}
-    eval_tape(primal, values, vals)      # every primal value: rules are lifted at real values
+    operands = _Operands(primal, values, exemplars)
     active = active_vars(primal, wrt)
     instances = []
     fallbacks = []
@@ -251,8 +289,7 @@ def build(primal: Tape, values: list, wrt: list[int], *, seed: str = "ones",
             env.update(zip(e.outputs, outs))
             continue
         rule_of(e)                       # refuses what has no (checked) rule
-        opvals = [vals[x] if type(x) is Var else x.value for x in e.inputs]
-        lifted = lift(e.prim, e.params, opvals, needs, e.source)
+        lifted = _lift(e, needs, operands)
         if lifted.fallback:
             fallbacks.append(Fallback(e.prim.name, e.source, lifted.fallback))
         sub = lifted.literals.copy()    # template variable (or literal) -> joint operand
@@ -268,7 +305,7 @@ def build(primal: Tape, values: list, wrt: list[int], *, seed: str = "ones",
         for args in extra:
             b.emit(*args, origin)
         env.update(zip(e.outputs, outs))
-        instances.append((e, lifted, sub, ops, outs, opvals, needs))
+        instances.append((e, lifted, sub, ops, outs, needs))
     n_forward = len(b.eqns)
 
     value_outs = [env[x] if type(x) is Var else x for x in primal.outputs]
@@ -289,11 +326,11 @@ def build(primal: Tape, values: list, wrt: list[int], *, seed: str = "ones",
             if live:
                 ct[out] = s if out not in ct else _add(b, ct[out], s, out, None)
 
-    for e, lifted, sub, ops, outs, opvals, needs in reversed(instances):
+    for e, lifted, sub, ops, outs, needs in reversed(instances):
         cts = list(map(ct.get, outs))
         if cts.count(None) == len(cts):
             continue
-        template = _template(e, lifted, cts, opvals, needs) if _BACKPROPAGATE else lifted
+        template = _template(e, lifted, cts, operands, needs) if _BACKPROPAGATE else lifted
         if None in cts:
             cts = [_zeros(b, o.aval, o, "zeros", e.source) if c is None else c for c, o in zip(cts, outs)]
         bsub = sub                   # the instance's own map, not needed after its pullback

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from . import pytree
-from .api import _trace, _values, _wrt, vjp
+from .api import _KeepingRecorder, _trace, _values, _wrt, vjp
 from .backward import Fallback, build
 from .cache import TapeCache, rules_current, rules_of
 from .codegen import compile_tape
@@ -558,7 +558,7 @@ def linearize_with(cache, f, primals, argnums: tuple, form: str, optimize: bool 
 
     def new_tape(args):
         computed: dict = {}
-        primal = _trace(f, args, argnums, computed)
+        primal = _trace(f, args, argnums, _KeepingRecorder(computed))
         wrt, _, slots = _wrt(primal, argnums, nargs)
         plain = all(type(a) is np.ndarray for a in primal.flatten_args(args))    # no tracer, no Python scalar
         known: dict = {}

@@ -12,6 +12,7 @@ Lifted rules are cached per (primitive, params, operand avals, which operands ne
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 from dataclasses import dataclass
 
@@ -66,6 +67,12 @@ class LiftedRule:
     def projects(self) -> bool:
         """Whether the pullback projects a cotangent (some equations have origin "project")."""
         return any(e.origin.kind == "project" for e in self.bwd)
+
+    @functools.cached_property
+    def value_dependent(self) -> bool:
+        """Whether the rule branched on its operands' values (it recorded guards): then the
+        template holds for those values alone, and is neither cached nor reused."""
+        return any(e.prim.kind == "guard" for e in self.fwd + self.bwd)
 
     @property
     def residuals(self) -> list[Var]:
@@ -127,9 +134,52 @@ def lift(prim: Primitive, params: tuple, values: list, needs_grad: tuple[bool, .
         exc.add_note(f"in the rule of {prim.name} ({getattr(rule, '__qualname__', rule)}), while "
                      f"lifting it at {source or 'an unknown line'}")
         raise
-    if key is not None and not any(e.prim.kind == "guard" for e in lifted.fwd + lifted.bwd):
-        _CACHE[key] = lifted            # a rule that branched on values holds for those alone
+    if key is not None and not lifted.value_dependent:
+        _CACHE[key] = lifted
     return lifted
+
+
+def cached(e: Eqn, needs_grad: tuple[bool, ...], rule=None) -> LiftedRule | None:
+    """The cached template of equation ``e``'s rule (or of ``rule``), found from its operands'
+    avals alone; None when it must be lifted at values (``lift``)."""
+    rule = rule or e.prim.rule
+    try:
+        return _CACHE.get((rule,) + cache_key(e.prim, e.params, operand_keys(e), needs_grad))
+    except TypeError:       # unhashable params: lifted every time
+        return None
+
+
+def operand_keys(e: Eqn) -> tuple:
+    """What a template depends on of the operands of equation ``e``: ``_operand_key`` of their
+    values, from their avals (a variable's value has its aval's shape and dtype)."""
+    return tuple([(x.aval.shape, x.aval.dtype) if type(x) is Var else _operand_key(x.value)
+                  for x in e.inputs])
+
+
+class ExemplarRecorder(Recorder):
+    """A Recorder that keeps, for each template signature (primitive, params, ``operand_keys``),
+    the operand values of the first equation with it: ``exemplars[signature] = (eqn, values)``.
+    What a cache miss needs to lift a rule that does not branch on values, without running the
+    traced tape again (``backward.build``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.exemplars: dict = {}
+
+    def record(self, prim, operands, params):
+        out = super().record(prim, operands, params)
+        e = self.eqns[-1]
+        with contextlib.suppress(TypeError):      # unhashable params: lifted at the run's values
+            key = signature(e)
+            if key not in self.exemplars:
+                self.exemplars[key] = (e, [x.value if isinstance(x, Tracer) else i.value
+                                           for x, i in zip(operands, e.inputs)])
+        return out
+
+
+def signature(e: Eqn) -> tuple:
+    """What the template of equation ``e``'s rule depends on, but which operands need gradients."""
+    return e.prim, e.params, operand_keys(e)
 
 
 def is_weak(x) -> bool:

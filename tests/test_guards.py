@@ -149,6 +149,31 @@ def test_a_pullback_that_branches_on_its_cotangent_is_not_lifted():
     np.testing.assert_allclose(gt(np.ones(2))[1], [1.0, 1.0])
 
 
+def test_a_rule_that_branches_on_its_operand_is_lifted_at_each_equations_own_values():
+    """A template with guards holds for the values it was lifted at alone: the trace's values of
+    another equation with the same avals (what building lifts at when the cache misses) would
+    bake that equation's branch into this one."""
+    @ad.primitive
+    def kinked(x):
+        return np.where(x > 0, 2.0 * x, 3.0 * x)
+
+    @ad.rrule(kinked)
+    def _rule(x):
+        slope = 2.0 if np.sum(x) > 0 else 3.0             # a branch on the operand's value
+        return kinked(x), lambda dy: (dy * slope,)
+
+    def f(x, y):
+        return np.sum(kinked(x)) + np.sum(kinked(-y)) + np.sum(kinked(x * y))
+    x, y = np.array([1.0, 2.0]), np.array([0.5, 1.5])
+    gt = ad.grad_tape(f, x, y, argnums=(0, 1))
+    assert sum("guard" in str(e.prim.name) for e in gt.eqns) == 3
+    _, (gx, gy) = gt(x, y)
+    np.testing.assert_allclose(gx, 2.0 + 2.0 * y)
+    np.testing.assert_allclose(gy, -3.0 + 2.0 * x)
+    np.testing.assert_allclose(gx, fd_grad(lambda x: f(x, y), x), rtol=1e-6)
+    np.testing.assert_allclose(gy, fd_grad(lambda y: f(x, y), y), rtol=1e-6)
+
+
 def test_a_bug_in_a_rule_surfaces_instead_of_falling_back():
     @ad.primitive
     def buggy(x):
