@@ -8,7 +8,6 @@ structural zero, so the pullback of an equation whose outputs have no cotangent 
 """
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -230,8 +229,10 @@ class _Builder:
         """New variables, numbered in order, for the template variables ``defined`` (``sub``
         maps them to the new ones)."""
         n = self.n
-        self.n = n + len(defined)
-        sub.update(zip(defined, map(Var, range(n, self.n), map(_aval, defined))))
+        for v in defined:         # (a template defines one or two: a loop beats zip and map)
+            sub[v] = Var(n, v.aval)
+            n += 1
+        self.n = n
 
     def copy(self, eqns, sub: dict, source, origin: Origin, project: Origin | None = None) -> None:
         """``eqns`` on what ``sub`` maps their operands to (``rename`` made their outputs'; it
@@ -242,9 +243,6 @@ class _Builder:
             o = origin if project is None or t.origin.kind != "project" else project
             new(Eqn(t.prim, tuple(map(get, t.inputs)), t.params, tuple(map(get, t.outputs)),
                     source or t.source, o))
-
-
-_aval = operator.attrgetter("aval")
 
 
 def _add(b: _Builder, a, c, of: Var, source):
@@ -281,7 +279,7 @@ def build(primal: Tape, values: list, wrt: list[int], *, seed: str = "ones",
     instances = []
     fallbacks = []
     for e in primal.eqns:
-        ops = list(map(env.get, e.inputs, e.inputs))    # a literal is not in env: itself
+        ops = [env.get(x, x) for x in e.inputs]    # a literal is not in env: itself
         needs = tuple(map(active.__contains__, e.inputs))
         if not (True in needs and e.prim.differentiable):
             outs = [b.new(v.aval) for v in e.outputs]
