@@ -63,8 +63,9 @@ class _Namespace:
         self.names: dict[Var, str] = {}      # reused names (scalar code, long tapes; else v7 for %7)
         self._ids: dict = {}
         self.calls: dict = {}                # primitive -> the function its default spelling calls
-        self.spellings: dict = {}            # primitive -> its _Spelling
+        self.spellings = _Spellings(scalar)  # primitive -> its _Spelling
         self._floats: dict = {}              # float constants' names
+        self.literals: dict = {}             # (literal, among floats, as an array) -> its source
 
     def bind(self, value, stem: str, numbered: bool = True) -> str:
         key = id(value)
@@ -73,10 +74,6 @@ class _Namespace:
             self._ids[key] = name
             self.globals[name] = value
         return self._ids[key]
-
-    def spell(self, prim) -> "_Spelling":
-        self.spellings[prim] = spelling = _Spelling(prim, self.scalar)
-        return spelling
 
     def constant(self, x: float) -> str:
         """A float operand among arrays: a read-only 0-d float64 array named for its value."""
@@ -182,20 +179,20 @@ def eqn_source(e, ns: _Namespace, exprs: dict | None = None) -> str:
     the impl) with the params as keywords. ``exprs``: the sources of operands written into this
     expression (``_plan``), with their precedence."""
     prim = e.prim
-    spelling = ns.spellings.get(prim) or ns.spell(prim)
+    spelling = ns.spellings[prim]
     names, args, literals = ns.names, [], False
     for x in e.inputs:
         if type(x) is not Var:
             args.append(x)
             literals = True
-        elif exprs and x in exprs:
-            text, precedence = exprs.pop(x)
+        elif exprs and (written := exprs.pop(x, None)) is not None:
+            text, precedence = written
             needs = spelling.needs[len(args)] if spelling.needs is not None else _ANYWHERE
             args.append(text if precedence >= needs else f"({text})")
         else:
             args.append(names[x] if names else f"v{x.n}")
     if literals:
-        _literal_sources(e, args, ns)
+        _literal_sources(e, args, spelling, ns)
     if spelling.fill is not None:
         if spelling.params:
             given = dict(e.params)
@@ -227,21 +224,28 @@ def _template(spelling: str) -> tuple[Callable, tuple[str, ...]]:
     return eval(f"lambda a, p: f{''.join(parts)!r}"), tuple(params)   # noqa: S307 (our own template)
 
 
-def _literal_sources(e, args: list, ns: _Namespace) -> None:
+def _literal_sources(e, args: list, spelling: "_Spelling", ns: _Namespace) -> None:
     """Write the literal operands (in ``args`` as themselves). A float among float64 operands
     of an elementwise primitive is a Python float: it computes the same, and np.float64(0.9)
     would be built again on every call; in a long tape's array code a 0-d array (numpy converts
-    a Python float operand on every call, ~0.3 us: twice the cost of a product of small arrays)."""
-    floats = not ns.scalar and e.prim.elementwise and _all_float64(e.inputs)
+    a Python float operand on every call, ~0.3 us: twice the cost of a product of small arrays).
+    Each literal is written once per way (``ns.literals``): a rule's pullback template shares
+    its literals with every equation made from it."""
+    floats = spelling.floats and _all_float64(e.inputs)
     array = floats and ns.compact and e.outputs[0].aval.shape != ()
     for k, x in enumerate(args):
         if type(x) is Lit:
-            if not floats or type(x.value) not in _FLOATS:
-                args[k] = _operand_src(x, ns)
-            elif array:
-                args[k] = ns.constant(float(x.value))
-            else:
-                args[k] = _value_src(float(x.value), ns)
+            key = (x, floats, array)
+            text = ns.literals.get(key)
+            if text is None:
+                if not floats or type(x.value) not in _FLOATS:
+                    text = _operand_src(x, ns)
+                elif array:
+                    text = ns.constant(float(x.value))
+                else:
+                    text = _value_src(float(x.value), ns)
+                ns.literals[key] = text
+            args[k] = text
 
 
 _FLOATS = (float, np.float64)
@@ -355,58 +359,74 @@ def _plan(tape: Tape, ns: _Namespace) -> tuple[list[int] | None, dict[Var, int]]
         elif o is origin or o.of is origin.of and o.kind == origin.kind != "primal" and o.rule == origin.rule:
             so_far[i] = so_far[i - 1] + 1
         runs[i], source, origin = run, e.source, o
-    many = set(last)                          # values read more than once (the outputs: at the end)
-    inner: dict[Var, int] = {}                # value -> its reader, if that is written into a later line
+    once: dict[Var, int] = {}                 # value -> its reader, while it has one (not the outputs)
     line, width = [0] * end, [0] * end        # eqn -> its line, line -> its length
     spellings = ns.spellings
     for i in range(end - 1, -1, -1):
         e = eqns[i]
         at = i
-        if (spellings.get(e.prim) or ns.spell(e.prim)).writable and (v := e.outputs[0]) in last \
-                and v not in many:
-            r = inner.get(v, last[v])
-            if runs[r] == runs[i] and width[line[r]] + (1 if r - i < so_far[r] else so_far[i]) \
-                    <= INLINE and _accepts(eqns[r], v, ns):
-                at = line[r]
-                del last[v]                   # it has no name: it lives inside the expression
+        r = once.get(v := e.outputs[0])
+        if r is not None and runs[r] == runs[i] and spellings[e.prim].writable \
+                and width[line[r]] + (1 if r - i < so_far[r] else so_far[i]) <= INLINE \
+                and _accepts(eqns[r], v, ns):
+            at = line[r]
+            del last[v]                       # it has no name: it lives inside the expression
         line[i] = at
         width[at] += 1
         for x in e.inputs:
             if type(x) is Var:
-                if x in last:
-                    many.add(x)
-                    if at > last[x]:
-                        last[x] = at
-                else:
+                read = last.get(x)
+                if read is None:
                     last[x] = at
-                    if at != i:
-                        inner[x] = i
+                    once[x] = i
+                else:
+                    once.pop(x, None)
+                    if at > read:
+                        last[x] = at
     return line, last
 
 
 def _accepts(reader, x: Var, ns: _Namespace) -> bool:
     """Can ``x`` be written into its reader's expression: a call's argument, or a slot of a format
     string that occurs once (else it would be computed twice)."""
-    spelling = ns.spellings.get(reader.prim) or ns.spell(reader.prim)
-    return spelling.reads and (spelling.counts is None or spelling.counts[reader.inputs.index(x)] == 1)
+    takes = ns.spellings[reader.prim].takes
+    return takes is None or reader.inputs.index(x) in takes
+
+
+class _Spellings(dict):
+    """Primitive -> its ``_Spelling``, made on first use."""
+
+    def __init__(self, scalar: bool):
+        super().__init__()
+        self.scalar = scalar
+
+    def __missing__(self, prim) -> "_Spelling":
+        self[prim] = spelling = _Spelling(prim, self.scalar)
+        return spelling
 
 
 class _Spelling:
     """How the code writes a primitive (made once per primitive and namespace): its spelling;
-    a format string's f-string, the params it names, its precedence, what its slots need and
-    how often each occurs; can its value be written into a reader (one value of a pure
-    primitive, a format string or a call), can operands be written into it (not a guard, not a
-    function of the operands' sources)."""
+    a format string's f-string, the params it names, its precedence, what its slots need; can
+    its value be written into a reader (one value of a pure primitive, a format string or a
+    call); the operand slots an expression can be written into (``None``: any, a call's
+    arguments; none for a guard or a function of the operands' sources; else the slots of a
+    format string that occur once)."""
 
-    __slots__ = ("text", "fill", "params", "precedence", "needs", "counts", "writable", "reads")
+    __slots__ = ("text", "fill", "params", "precedence", "needs", "takes", "writable", "guard", "floats")
 
     def __init__(self, prim, scalar: bool):
         self.text = text = prim.scalar_spelling if scalar else prim.spelling
         formatted = type(text) is str
         self.fill, self.params = _template(text) if formatted else (None, ())
-        self.precedence, self.needs, self.counts = _shape(text) if formatted else (_ATOM, None, None)
+        self.precedence, self.needs, counts = _shape(text) if formatted else (_ATOM, None, None)
         self.writable = prim.kind == "pure" and not prim.multiple_results and not callable(text)
-        self.reads = prim.kind != "guard" and not callable(text)
+        self.guard = prim.kind == "guard"
+        self.floats = not scalar and prim.elementwise      # a float literal among float64 arrays
+        if self.guard or callable(text):
+            self.takes = frozenset()
+        else:
+            self.takes = None if counts is None else frozenset(k for k, n in counts.items() if n == 1)
 
 
 SCALAR_DTYPES = frozenset(map(np.dtype, (np.float64, np.bool_)))
@@ -414,10 +434,17 @@ SCALAR_DTYPES = frozenset(map(np.dtype, (np.float64, np.bool_)))
 
 def is_scalar(tape: Tape) -> bool:
     """Can the tape be compiled to Python float arithmetic: every value 0-d float64 or bool,
-    every equation a guard or of a primitive that declares its ``scalar_spelling``?"""
-    values = list(tape.inputs) + [v for e in tape.eqns for v in e.outputs]
-    return bool(tape.eqns) and all(v.aval.shape == () and v.aval.dtype in SCALAR_DTYPES for v in values) \
-        and all(e.prim.kind == "guard" or e.prim.scalar_spelling is not None for e in tape.eqns)
+    every equation a guard or of a primitive that declares its ``scalar_spelling``? (A loop
+    that stops at the first array: Compiled asks this of every tape.)"""
+    if not tape.eqns or not all(v.aval.shape == () and v.aval.dtype in SCALAR_DTYPES for v in tape.inputs):
+        return False
+    for e in tape.eqns:
+        if e.prim.kind != "guard" and e.prim.scalar_spelling is None:
+            return False
+        for v in e.outputs:
+            if v.aval.shape != () or v.aval.dtype not in SCALAR_DTYPES:
+                return False
+    return True
 
 
 def _guard_source(e, ns: _Namespace) -> str:
@@ -447,36 +474,41 @@ def generate(tape: Tape, name: str = "f", scalar: bool = False) -> tuple[str, di
         lines.append(f"    {', '.join(f'v{v.n}' for v in zero_d)} = "
                      f"{', '.join(f'{_value_src(v.aval.dtype, ns)}(v{v.n})' for v in zero_d)}"
                      "  # numpy scalars: numpy's arithmetic on Python floats (x / 0.0 is inf)")
-    dead = {} if scalar else _dead_after(tape, last)
+    dying, dead = _last_reads(tape, last)
     if reuse:
-        ns.names = names = _registers(tape, last, line, dead)
+        ns.names = names = _registers(tape, last, line, dying, dead)
     grad = isinstance(tape, GradTape)
     n_forward = tape.n_forward if grad else len(eqns)
     exprs: dict[Var, tuple[str, int]] = {}       # the sources written into a later line
     origins: dict[int, list] = {}                # line -> the backward origins written into it
+    spellings = ns.spellings
     if n_forward:
         lines.append("    # forward")
     for i, e in enumerate(eqns):
         if i == n_forward and grad:
             lines.append("    # backward")
-        prim, origin = e.prim, e.origin
-        rhs = eqn_source(e, ns, exprs) if prim.kind != "guard" else _guard_source(e, ns)
-        if line is not None and line[i] != i:
-            exprs[e.outputs[0]] = (rhs, ns.spellings[prim].precedence)
+        spelling, origin = spellings[e.prim], e.origin
+        rhs = _guard_source(e, ns) if spelling.guard else eqn_source(e, ns, exprs)
+        if line is not None and (at := line[i]) != i:
+            exprs[e.outputs[0]] = (rhs, spelling.precedence)
             if origin.kind != "primal":
-                seen = origins.get(line[i])
+                seen = origins.get(at)
                 if seen is None:
-                    origins[line[i]] = [origin]
+                    origins[at] = [origin]
                 elif seen[-1] is not origin:
                     seen.append(origin)
             continue
         outs = e.outputs
-        lhs = ", ".join(_operand_src(v, ns) for v in outs) if len(outs) > 1 else \
-            (names[outs[0]] if reuse else f"v{outs[0].n}") + ("," if prim.multiple_results else "")
+        if len(outs) == 1:
+            lhs = (names[outs[0]] if reuse else f"v{outs[0].n}") + ("," if e.prim.multiple_results else "")
+        else:
+            lhs = ", ".join(_operand_src(v, ns) for v in outs)
         if reuse:
             comment = f"%{outs[0].n}" if len(outs) == 1 else ", ".join(f"%{v.n}" for v in outs)
-            if i in origins:
-                comment += f": {_described(origins.pop(i) + [origin])}"
+            seen = origins.pop(i, None)
+            if seen is not None:
+                seen.append(origin)
+                comment += f": {_described(seen)}"
             elif origin.kind != "primal":
                 comment += f": {origin.describe()}"
             lines.append(f"    {lhs} = {rhs}  # {comment}")
@@ -484,8 +516,9 @@ def generate(tape: Tape, name: str = "f", scalar: bool = False) -> tuple[str, di
             lines.append(f"    {lhs} = {rhs}  # {origin.describe()}")
         else:
             lines.append(f"    {lhs} = {rhs}")
-        if i in dead:
-            lines.append(f"    del {', '.join(_operand_src(v, ns) for v in dead[i])}")
+        deleted = dead.get(i)
+        if deleted:
+            lines.append(f"    del {', '.join(_operand_src(v, ns) for v in deleted)}")
     inputs = set(tape.inputs)
     outs = ", ".join(_output_src(x, ns, inputs) for x in tape.outputs)
     lines.append(f"    return ({outs}{',' if len(tape.outputs) == 1 else ''})")
@@ -495,16 +528,17 @@ def generate(tape: Tape, name: str = "f", scalar: bool = False) -> tuple[str, di
 def _described(origins: list) -> str:
     """The origins of a line's equations, in order, each once: ``pullback of %2 (multiply),
     %1 (tanh)``."""
-    seen: list = []
-    for o in origins:
-        if o.kind != "primal" and not (seen and (o is seen[-1] or o == seen[-1])):
-            seen.append(o)
     parts: list[str] = []
-    for k, o in enumerate(seen):
-        if o.kind == "pullback" and k and seen[k - 1].kind == "pullback":
-            parts[-1] += f", {o.of!r} ({o.rule})"
+    before = None
+    for o in origins:
+        # (equal origins have the same ``of``: most lines' pullbacks differ there, cheaply)
+        if o.kind == "primal" or before is not None and (o is before or o.of is before.of and o == before):
+            continue
+        if o.kind == "pullback" and before is not None and before.kind == "pullback":
+            parts[-1] += f", %{o.of.n} ({o.rule})"
         else:
             parts.append(o.describe())
+        before = o
     return "; ".join(parts)
 
 
@@ -516,30 +550,23 @@ def _output_src(x, ns: _Namespace, inputs: set) -> str:
     return src
 
 
-def _registers(tape: Tape, last: dict[Var, int], line: list[int] | None, dead: dict) -> dict[Var, str]:
+def _registers(tape: Tape, last: dict[Var, int], line: list[int] | None, dying: dict,
+               dead: dict) -> dict[Var, str]:
     """Names that reuse a dead value's name (``r3 = r3 * 0.9``), as a hand-written gradient
     does, for scalar code and long tapes (the tape's own names are in the comments). A Python
     frame with one local per equation, thousands of them, is slow to make and keeps every value
     alive: on Python floats 1.7x slower (bench.workloads' scalar workload); on small arrays a
     new one misses numpy's cache of small blocks (the 2,000-op chain of length 16 is 1.26x
-    faster), and ``del`` lines cost Python as much to compile as the lines they free."""
+    faster), and ``del`` lines cost Python as much to compile as the lines they free. A line's
+    values take the names of the small values it reads last; a large one's name is free after
+    its ``del`` (``_last_reads``)."""
     names = {v: f"v{v.n}" for v in tape.inputs}
-    inputs, end = set(tape.inputs), len(tape.eqns)
-    dying: dict[int, list[Var]] = {}             # line -> the values it reads last
-    for x, i in last.items():
-        if i < end and x not in inputs:
-            if i in dying:
-                dying[i].append(x)
-            else:
-                dying[i] = [x]
     free, n = [], 0
     for i, e in enumerate(tape.eqns):
         if line is not None and line[i] != i:
             continue
-        deleted = dead.get(i)                    # deleted after the line: not reused by it
         for x in dying.get(i, ()):
-            if not (deleted and x in deleted):
-                free.append(names[x])
+            free.append(names[x])
         for v in e.outputs:
             if free:
                 names[v] = free.pop()
@@ -548,22 +575,24 @@ def _registers(tape: Tape, last: dict[Var, int], line: list[int] | None, dead: d
                 n += 1
             if v not in last:                    # never read
                 free.append(names[v])
-        if deleted:
-            free += [names[x] for x in deleted]
+        for x in dead.get(i, ()):
+            free.append(names[x])
     return names
 
 
 FREE_BYTES = 1 << 16   # temporaries at least this large are deleted right after their last use
 
 
-def _dead_after(tape: Tape, last: dict[Var, int]) -> dict[int, list[Var]]:
-    """Line (its equation's index) -> the large temporaries to delete after it. Straight-line
-    code would otherwise keep every intermediate alive to the end (a long tape's reused names,
-    until the name is used again), so each new array lands in fresh memory and pays its page
-    faults (measured: 2.7x slower on the CNN gradient of bench/bench_cnn.py). Small ones are
-    not worth a line: Python compiles a statement in 10-20 us."""
+def _last_reads(tape: Tape, last: dict[Var, int]) -> tuple[dict[int, list[Var]], dict[int, list[Var]]]:
+    """Line (its equation's index) -> the temporaries it reads last: the small ones, and the
+    large ones, deleted after it. Straight-line code would otherwise keep every intermediate
+    alive to the end (a long tape's reused names, until the name is used again), so each new
+    array lands in fresh memory and pays its page faults (measured: 2.7x slower on the CNN
+    gradient of bench/bench_cnn.py). Small ones are not worth a line: Python compiles a
+    statement in 10-20 us."""
     keep, end = set(tape.inputs), len(tape.eqns)
     large: dict[int, bool] = {}                  # id(aval) -> is it large (avals are shared)
+    dying: dict[int, list[Var]] = {}
     dead: dict[int, list[Var]] = {}
     for v, i in last.items():
         if i >= end or v in keep:
@@ -572,9 +601,12 @@ def _dead_after(tape: Tape, last: dict[Var, int]) -> dict[int, list[Var]]:
         big = large.get(id(aval))
         if big is None:
             big = large[id(aval)] = aval.size * aval.dtype.itemsize >= FREE_BYTES
-        if big:
-            dead.setdefault(i, []).append(v)
-    return dead
+        at = dead if big else dying
+        if i in at:
+            at[i].append(v)
+        else:
+            at[i] = [v]
+    return dying, dead
 
 
 def _define(tape: Tape, name: str, scalar: bool):
