@@ -53,9 +53,21 @@ def _rebuild(tape: Tape, kept: list[Eqn], dropped: list[int], subst: dict) -> Ta
     meta = dict(tape.meta)
     for key in VAR_MAPS:      # maps onto this tape's variables follow the rewrite
         m = meta.get(key)
-        if m is not None and not (removed.isdisjoint(m) and removed.isdisjoint(m.values())):
-            meta[key] = {k: subst.get(v, v) for k, v in m.items()
-                         if k not in removed and (v not in removed or v in subst)}
+        if m is None:
+            continue
+        # the entries of removed variables, found without a Python loop over the map (it can have
+        # an entry for each forward variable): by key, and by value at C speed
+        stale = [k for k in removed if k in m]
+        stale += itertools.compress(m, map(removed.__contains__, m.values()))
+        if stale:
+            m = meta[key] = dict(m)
+            for k in stale:
+                if k not in m:            # stale by key and by value
+                    continue
+                if k in removed or m[k] not in subst:
+                    del m[k]
+                else:
+                    m[k] = subst[m[k]]
     changes = {"eqns": tuple(kept), "outputs": tuple([subst.get(x, x) for x in tape.outputs]), "meta": meta}
     if isinstance(tape, GradTape):
         changes["n_forward"] = tape.n_forward - bisect.bisect_left(dropped, tape.n_forward)
@@ -63,22 +75,35 @@ def _rebuild(tape: Tape, kept: list[Eqn], dropped: list[int], subst: dict) -> Ta
 
 
 def dce(tape: Tape) -> Tape:
-    live = {x for x in tape.outputs if type(x) is Var}
+    """Drop the equations whose outputs nothing reads (guards stay: they check the inputs). The
+    last equation that no other reads is the last dead one (a dead one after it would leave an
+    unread one later still): found at C speed, it spares most tapes, which have nothing dead, the
+    walk back from the outputs, and starts that walk there for the others."""
+    eqns = tape.eqns
+    read = set(itertools.chain.from_iterable(map(_INPUTS, eqns)))
+    read.update(tape.outputs)
+    unread = [i for i in itertools.compress(range(len(eqns)), map(read.isdisjoint, map(_OUTPUTS, eqns)))
+              if eqns[i].prim.kind != "guard"]
+    if not unread:
+        return tape
+    last = unread[-1]
+    live = set(tape.outputs)
+    live.update(itertools.chain.from_iterable(map(_INPUTS, eqns[last + 1:])))
     kept = []
     dropped = []
-    eqns = tape.eqns
-    for i in range(len(eqns) - 1, -1, -1):
+    for i in range(last, -1, -1):
         e = eqns[i]
         if live.isdisjoint(e.outputs) and e.prim.kind != "guard":
             dropped.append(i)
         else:
             kept.append(e)
             live.update(e.inputs)          # literals too: harmless, nothing defines them
-    if not dropped:
-        return tape
     kept.reverse()
     dropped.reverse()
-    return _rebuild(tape, kept, dropped, {})
+    return _rebuild(tape, kept + list(eqns[last + 1:]), dropped, {})
+
+
+_INPUTS, _OUTPUTS = attrgetter("inputs"), attrgetter("outputs")
 
 
 def cse(tape: Tape) -> Tape:
@@ -97,37 +122,43 @@ def simplify(tape: Tape) -> Tape:
     return _walk(tape, simplify=True)
 
 
-class _LitKeys(dict):
-    """A literal's CSE key, by the literal (tapes share a few literal objects among many
-    equations, so each is made once)."""
+class _Literals(dict):
+    """What the walk knows of each literal, made once for each (tapes share a few literal objects
+    among many equations): ``self[x]``, what it is for the rules (``ZERO_LITERAL``, ``ONE_LITERAL``
+    or neither), and for CSE ``RENAMED`` if an earlier literal of the same value stands for it
+    (``self.canonical[x]``). CSE then keys an equation by its operands themselves, unless one of
+    them is renamed."""
+
+    def __init__(self):
+        super().__init__()
+        self.canonical: dict = {}     # literal -> the first literal of its value
+        self._firsts: dict = {}       # a literal's value (``_literal_key``) -> its first literal
 
     def __missing__(self, x: Lit):
         v = x.value
-        if isinstance(v, np.ndarray):
-            key = ("array", id(v))
-        else:
-            key = ("scalar", type(v), repr(v))     # repr: 0.0 and -0.0 (and 0j, -0j) stay apart
-        self[x] = key
-        return key
-
-
-class _LitKinds(dict):
-    """What a literal is for the rules (``ZERO_LITERAL``, ``ONE_LITERAL`` or neither), by the
-    literal, made once for each."""
-
-    def __missing__(self, x: Lit):
-        v = x.value
-        kind = self[x] = ZERO_LITERAL if _all_equal(v, 0) else ONE_LITERAL if _all_equal(v, 1) else 0
+        kind = self[x] = self._note(x, ZERO_LITERAL if _all_equal(v, 0) else ONE_LITERAL if _all_equal(v, 1)
+                                    else 0)
         return kind
+
+    def structural_zeros(self, lits):
+        """Literals folded from structural zeros: zeros for the rules as their variables were."""
+        for x in lits:
+            self[x] = self._note(x, ZERO_LITERAL | STRUCTURAL_ZERO)
+
+    def _note(self, x: Lit, kind: int) -> int:
+        first = self.canonical[x] = self._firsts.setdefault(_literal_key(x.value), x)
+        return kind if first is x else kind | RENAMED
+
+
+def _literal_key(v) -> tuple:
+    """A literal's value for CSE: an array by its identity, a scalar by its type and repr (which
+    keeps 0.0 and -0.0, 0j and -0j apart)."""
+    return ("array", id(v)) if isinstance(v, np.ndarray) else ("scalar", type(v), repr(v))
 
 
 def _foldable(e: Eqn) -> bool:
-    if e.prim.kind != "pure":
-        return False
-    for x in e.inputs:
-        if type(x) is not Lit:
-            return False
-    return all(v.aval.size <= FOLD_MAX_SIZE for v in e.outputs)
+    """Whether an equation that reads no variable folds (its outputs are small)."""
+    return e.prim.kind == "pure" and all(v.aval.size <= FOLD_MAX_SIZE for v in e.outputs)
 
 
 def _folded(e: Eqn) -> list[Lit]:
@@ -150,63 +181,63 @@ def _walk(tape: Tape, *, fold: bool = False, simplify: bool = False, cse: bool =
     A product of a structural zero that folds to a literal keeps that literal a structural zero
     (one round of ``simplify`` would have used it, as a variable, before ``fold`` made it one).
     Written for speed (tens of thousands of equations): most of them meet no rule and cost one
-    look at each operand (``_kinds``, inlined) and a CSE key."""
+    look at each operand (``_kinds``, inlined), an empty plan of rules and a CSE look-up."""
     seen = _Seen()
     marks, zeros = seen.marks, seen.zeros
-    lit_kinds = _LitKinds()
-    lit_keys = _LitKeys()
-    merged: dict = {}     # CSE: key of an equation -> what its outputs are (kept or replaced)
+    lit_kinds = _Literals()
+    canonical = lit_kinds.canonical
+    by_prim = _ByPrimitive(simplify, cse)
     subst: dict = {}
     kept: list = []
+    keep = kept.append
     dropped: list = []
     rewritten = False
     for i, e in enumerate(tape.eqns):
         ins = e.inputs
-        literals = False
-        operands = 0        # what the operands are for the rules (bits ZERO_LITERAL...)
+        variables = False
+        operands = 0        # what the operands are (bits ZERO_LITERAL... RENAMED)
         for x in ins:
             if type(x) is Lit:
-                literals = True
                 operands |= lit_kinds[x]
             elif x in subst:
                 ins = tuple([subst.get(x, x) for x in ins])
                 e = replace(e, inputs=ins)
-                literals, operands = _kinds(ins, marks, lit_kinds)
+                variables, operands = _kinds(ins, marks, lit_kinds)
                 rewritten = True
                 break
-            elif x in marks:
-                operands |= marks[x]
+            else:
+                variables = True
+                if x in marks:
+                    operands |= marks[x]
         outs = None
-        keys = []
+        keys = ()           # the CSE keys of the forms a rewrite left
         made_zero = False
         while True:     # this equation's rounds of the passes
-            if fold and (literals or not ins) and _foldable(e):
+            plan, table, noted = by_prim[e.prim]
+            if fold and not variables and _foldable(e):
                 outs = _folded(e)
                 if made_zero:
                     zeros.update(outs)
-                    lit_kinds.update(dict.fromkeys(outs, ZERO_LITERAL | STRUCTURAL_ZERO))
+                    lit_kinds.structural_zeros(outs)
                 break
             changed = False
-            if simplify:
-                rules = _PLANS[e.prim][operands]
-                target = _simplified(e, rules, seen) if rules else None
+            rules = plan[operands]
+            if rules:
+                target = _simplified(e, rules, seen)
                 if type(target) is Eqn:
                     e, ins, changed = target, target.inputs, True
-                    literals, operands = _kinds(ins, marks, lit_kinds)
+                    variables, operands = _kinds(ins, marks, lit_kinds)
                     made_zero = e.prim is full_p
+                    plan, table, noted = by_prim[e.prim]
                 elif target is not None:
                     outs = (target,)
                     break
-            if cse and e.prim.kind == "pure":
-                if literals:
-                    operand_keys = []
-                    for x in ins:
-                        operand_keys.append(x if type(x) is Var else lit_keys[x])
-                    key = (e.prim, tuple(operand_keys), e.params)
-                else:
-                    key = (e.prim, ins, e.params)
+            if table is not None:
+                key = tuple(map(canonical.get, ins, ins)) if operands & RENAMED else ins
+                if e.params:
+                    key = (key, e.params)
                 try:
-                    hit = merged.setdefault(key, e.outputs)
+                    hit = table.setdefault(key, e.outputs)
                 except TypeError:       # unhashable params
                     pass
                 else:
@@ -214,35 +245,53 @@ def _walk(tape: Tape, *, fold: bool = False, simplify: bool = False, cse: bool =
                         if all(a.aval == b.aval for a, b in zip(hit, e.outputs)):
                             outs = hit
                             break
-                        merged[key] = e.outputs
+                        table[key] = e.outputs
                     if changed:         # a form it leaves: what replaces it answers for it too
-                        keys.append(key)
+                        keys += ((table, key),)
             if not changed:
                 break
             rewritten = True
         if outs is None:
-            kept.append(e)
-            if simplify and e.prim in _READ_BACK:
+            keep(e)
+            if noted:
                 seen.add(e)
         else:
             subst.update(zip(e.outputs, outs))
             dropped.append(i)
-            for key in keys:
-                merged[key] = outs
+            for table, key in keys:
+                table[key] = outs
     return _rebuild(tape, kept, dropped, subst) if dropped or rewritten else tape
 
 
+class _ByPrimitive(dict):
+    """What a walk does with the equations of a primitive, made once per primitive: the rules it
+    can ask them (``_PLANS``), its CSE table (None where CSE does not merge them), and whether
+    ``_Seen`` notes them. A CSE table maps an equation's operands (a literal by the first of its
+    value: ``_Literals``), with its params if it has any, to the outputs that equation stands for."""
+
+    def __init__(self, simplify: bool, cse: bool):
+        super().__init__()
+        self.simplify, self.cse = simplify, cse
+
+    def __missing__(self, prim):
+        info = self[prim] = (_PLANS[prim] if self.simplify else _NO_PLAN,
+                             {} if self.cse and prim.kind == "pure" else None,
+                             self.simplify and prim in _READ_BACK)
+        return info
+
+
 def _kinds(ins, marks: dict, lit_kinds) -> tuple[bool, int]:
-    """Does an equation read a literal, and what its operands are for the rules (bits)."""
-    literals = False
+    """Does an equation read a variable, and what its operands are (bits ZERO_LITERAL... RENAMED)."""
+    variables = False
     operands = 0
     for x in ins:
         if type(x) is Lit:
-            literals = True
             operands |= lit_kinds[x]
-        elif x in marks:
-            operands |= marks[x]
-    return literals, operands
+        else:
+            variables = True
+            if x in marks:
+                operands |= marks[x]
+    return variables, operands
 
 
 ZERO = object()   # a rewrite's answer: the output is a structural zero
@@ -267,7 +316,7 @@ class _Seen:
             self.producers[v] = e
 
     def made_by(self, x, prim):
-        """The equation of ``prim`` (one with rules of its own) that made ``x``, or None."""
+        """The equation of ``prim`` (one a rule declares it reads: ``_reads``) that made ``x``, or None."""
         p = self.producers.get(x) if type(x) is Var else None
         return p if p is not None and p.prim is prim else None
 
@@ -301,14 +350,23 @@ def _same(x, v: Var) -> bool:
 # operands, or None.
 
 # What a rule can need one of the operands to be (bits): most equations read none of these,
-# and an equation is asked only the rules whose need it meets (``_PLANS``).
-ZERO_LITERAL, ONE_LITERAL, STRUCTURAL_ZERO, BROADCAST = 1, 2, 4, 8
+# and an equation is asked only the rules whose need it meets (``_PLANS``). RENAMED is CSE's:
+# a literal that an earlier one of the same value stands for.
+ZERO_LITERAL, ONE_LITERAL, STRUCTURAL_ZERO, BROADCAST, RENAMED = 1, 2, 4, 8, 16
 
 
 def _needs(need: int):
     """Declare what ``rule`` needs an operand to be (one of the bits, or several: any of them)."""
     def declare(rule):
         rule.needs = need
+        return rule
+    return declare
+
+
+def _reads(*prims):
+    """Declare the primitives whose equations ``rule`` asks ``_Seen.made_by`` for (``_READ_BACK``)."""
+    def declare(rule):
+        rule.reads = prims
         return rule
     return declare
 
@@ -340,6 +398,7 @@ def _no_op(e, ins, out, seen):
     return ins[0] if _same(ins[0], out) else None
 
 
+@_reads(negative_p)
 def _double_negation(e, ins, out, seen):
     p = seen.made_by(ins[0], negative_p)
     return p.inputs[0] if p is not None and _same(p.inputs[0], out) else None
@@ -350,6 +409,7 @@ def _identity_permutation(e, ins, out, seen):
     return ins[0] if axes == tuple(range(len(axes))) else None
 
 
+@_reads(transpose_p)
 def _transpose_of_transpose(e, ins, out, seen):
     axes = e.kwargs["axes"]
     p = seen.made_by(ins[0], transpose_p)
@@ -377,6 +437,7 @@ RULES = [
 
 
 @_needs(BROADCAST)
+@_reads(broadcast_to_p)
 def _through_broadcasts(e, ins, out, seen):
     """An elementwise operand made by broadcast_to is broadcast by the operation anyway: a new
     equation reading the un-broadcast value when the result's shape stays the same."""
@@ -400,16 +461,18 @@ def _linear_of_zeros(e, ins, out, seen):
     return ZERO if seen.zeros and all(seen.structural_zero(ins[k]) for k in e.prim.linear_in) else None
 
 
-# The equations ``_Seen`` notes: fulls (structural zeros), and those of the primitives with rules
-# of their own, the only ones a rule asks for the producer of (``_Seen.made_by``).
-_READ_BACK = frozenset({full_p, *(p for p, _ in RULES)})
+# The equations ``_Seen`` notes: fulls (structural zeros), broadcasts (marked), and those of the
+# primitives a rule asks for the producer of (``_Seen.made_by``); most equations are none of these.
+_READ_BACK = frozenset({full_p, broadcast_to_p, *(p for _, r in RULES for p in getattr(r, "reads", ())),
+                        *_through_broadcasts.reads})
 
 
 class _Plans(dict):
     """``_PLANS[prim][operands]``: the rules that can apply to an equation of ``prim`` whose
-    operands are ``operands`` (bits: ``ZERO_LITERAL``...), in order: the primitive's own, then
-    those its traits allow (an elementwise operation reads through broadcasts; a linear one of
-    zeros is zero). Nothing for a primitive of several outputs: the rules rewrite one."""
+    operands are ``operands`` (bits: ``ZERO_LITERAL``...; no rule needs ``RENAMED``), in order:
+    the primitive's own, then those its traits allow (an elementwise operation reads through
+    broadcasts; a linear one of zeros is zero). Nothing for a primitive of several outputs: the
+    rules rewrite one."""
 
     def __missing__(self, prim):
         rules = []
@@ -421,11 +484,12 @@ class _Plans(dict):
                 rules.append(_linear_of_zeros)
         needs = [getattr(r, "needs", 0) for r in rules]
         plan = self[prim] = tuple(tuple(r for r, need in zip(rules, needs) if not need or need & operands)
-                                  for operands in range(16))
+                                  for operands in range(2 * RENAMED))
         return plan
 
 
 _PLANS = _Plans()
+_NO_PLAN = ((),) * (2 * RENAMED)
 
 
 def _simplified(e: Eqn, rules, seen: _Seen):
