@@ -23,7 +23,7 @@ import numpy as np
 from .core_prims import astype_p, getitem_p, parse_index, setitem_p
 from .errors import ConcretizationError, MutationError, UnsupportedFunctionError
 from .primitives import Primitive
-from .trace_state import Traced
+from .trace_state import Traced, find_recorder
 
 UFUNCS: dict[np.ufunc, Primitive] = {}
 UFUNC_METHODS: dict[tuple[np.ufunc, str], Callable] = {}
@@ -81,8 +81,8 @@ def ufunc(_tracer, uf: np.ufunc, method: str, *inputs, **kwargs):
     operands (``_tracer`` is one of them)."""
     if method == "__call__" and not kwargs:     # the common case (np.sin(t), t * 2), first
         prim = UFUNCS.get(uf)
-        if prim is not None:
-            return prim.bind(*inputs)
+        if prim is not None:        # prim.bind(*inputs), one call less: a tracer is among them
+            return find_recorder(inputs).record(prim, inputs, {})
     out = kwargs.pop("out", None)
     dtype = kwargs.pop("dtype", None)
     where = kwargs.pop("where", True)

@@ -39,16 +39,27 @@ def user_location(ad_frames: int = 1) -> str | None:
 
     ``ad_frames``: how many frames, the caller's and up, are known to be ad's own; the walk
     starts past them. Every recorded equation asks, and each frame the walk looks at costs
-    about 3% of recording one."""
+    about 3% of recording one; the text is made again only when the line is not the last one
+    asked for (a traced line records several equations, a loop the same lines again)."""
+    global _last_location
     try:
         f = sys._getframe(1 + ad_frames)
     except ValueError:       # called near the top level: no frame that far up
         return None
-    while f is not None and not _is_users(f.f_code.co_filename):
+    last = _last_location
+    while f is not None and f.f_code is not last[0] and not _is_users(f.f_code.co_filename):
         f = f.f_back
     if f is None:
         return None
-    return f"{f.f_code.co_filename}:{f.f_lineno} in {f.f_code.co_name}"
+    code, line = f.f_code, f.f_lineno
+    if code is last[0] and line == last[1]:
+        return last[2]
+    text = f"{code.co_filename}:{line} in {code.co_name}"
+    _last_location = (code, line, text)      # one tuple, replaced whole: safe across threads
+    return text
+
+
+_last_location: tuple = (None, None, None)     # (code object, line, its text)
 
 
 def _public(module: str) -> str:

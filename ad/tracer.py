@@ -33,7 +33,7 @@ from . import dispatch
 from .core_prims import guard_p
 from .errors import ConcretizationError, MutationError, TraceError, scipy_escape, user_location
 from .tape import SCALAR_AVALS, Aval, Eqn, Lit, Origin, Var, freeze_params
-from .trace_state import ACTIVE, Traced
+from .trace_state import ACTIVE, Traced, find_recorder
 
 
 class Recorder:
@@ -129,10 +129,13 @@ class Recorder:
         """Compute ``prim`` on the operands' values and append its equation; returns the output
         tracer(s). Every traced operation runs this: the common cases come first, inline."""
         inputs, values = [], []
-        for x in operands:
-            if type(x) is Tracer and x._rec is self and x._base is None:    # operand(x), inline
+        for x in operands:      # operand(x), its common cases inline
+            if type(x) is Tracer and x._rec is self and x._base is None:
                 inputs.append(x.variable)
                 values.append(x.value)
+            elif type(x) in SCALAR_AVALS:
+                inputs.append(Lit(x, SCALAR_AVALS[type(x)]))
+                values.append(x)
             else:
                 var, value = self.operand(x)
                 inputs.append(var)
@@ -140,23 +143,31 @@ class Recorder:
         inputs = tuple(inputs)
         stand_ins = not self.symbolic.isdisjoint(inputs) if self.symbolic else False
         try:
-            out = values[0] if stand_ins and prim.checks_values else prim.impl(*values, **params)
+            if stand_ins and prim.checks_values:
+                out = values[0]
+            else:
+                out = prim.impl(*values, **params) if params else prim.impl(*values)
         except Exception as exc:
             exc.add_note(f"while recording {prim.name} at {self.source or user_location(ad_frames=2)}")
             raise
+        differentiated = self.differentiated
+        gradient = bool(differentiated) and prim.differentiable and not differentiated.isdisjoint(inputs)
         if prim.multiple_results:
             tracers = tuple(self.new_tracer(o) for o in out)
             outputs = tuple(t.variable for t in tracers)
-        else:
-            tracer = self.new_tracer(out)
-            tracers, outputs = (tracer,), (tracer.variable,)
+            if gradient:
+                differentiated.update(v for v in outputs if v.aval.is_float)
+        else:           # new_tracer(out), inline
+            if not isinstance(out, (np.ndarray, np.generic)):
+                out = np.asarray(out)[()]
+            var = Var(next(self.counter), Aval.of(out))
+            tracers, outputs = (Tracer(self, var, out),), (var,)
+            if gradient and out.dtype.kind in "fc":     # var.aval.is_float, at a fifth of its cost
+                differentiated.add(var)
         # record and its caller (Primitive.bind, or another ad function) are ad's own frames
         source = self.source if self.source is not None else user_location(ad_frames=2)
-        self.eqns.append(Eqn(prim, inputs, freeze_params(params), outputs, source, self.origin))
-        if self.differentiated and prim.differentiable and not self.differentiated.isdisjoint(inputs):
-            for v in outputs:
-                if v.aval.is_float:
-                    self.differentiated.add(v)
+        frozen = freeze_params(params) if params else ()
+        self.eqns.append(Eqn(prim, inputs, frozen, outputs, source, self.origin))
         if stand_ins:
             self.symbolic.update(outputs)
         if prim.returns_view and prim.returns_view(operands) and isinstance(operands[0], Tracer):
@@ -322,12 +333,22 @@ def _write_through(root: Tracer, chain, new):
     return new
 
 
+def _operator(ufunc):
+    """``t + u``, ``-t``: numpy hands a ufunc call to the leftmost operand's ``__array_ufunc__``,
+    here ours, so it is recorded directly, as ``dispatch.ufunc`` and ``Primitive.bind`` would
+    (without numpy's search for it and those two calls: every operator pays them)."""
+    def op(*operands):
+        prim = dispatch.UFUNCS.get(ufunc)
+        if prim is None:
+            return dispatch.ufunc(operands[0], ufunc, "__call__", *operands)
+        return find_recorder(operands).record(prim, operands, {})
+    return op
+
+
 def _binary(ufunc):
-    """``t + u`` and ``u + t``. numpy hands a ufunc call to the leftmost operand's
-    ``__array_ufunc__``: for ``t + u`` that is ours, called here directly (numpy's search for it
-    costs a twentieth of recording); for ``u + t`` it may be ``u``'s own, so numpy decides."""
-    return (lambda self, other: dispatch.ufunc(self, ufunc, "__call__", self, other),
-            lambda self, other: ufunc(other, self))
+    """``t + u`` and ``u + t``: for ``u + t`` numpy decides (``u``'s own ``__array_ufunc__`` may
+    come first)."""
+    return _operator(ufunc), lambda self, other: ufunc(other, self)
 
 
 def _inplace(ufunc):
@@ -350,7 +371,7 @@ for _name, _uf in {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": n
     setattr(Tracer, f"__{_name}__", _binary(_uf)[0])
 for _name, _uf in {"neg": np.negative, "pos": np.positive, "abs": np.absolute,
                    "invert": np.logical_not}.items():
-    setattr(Tracer, f"__{_name}__", lambda self, _uf=_uf: dispatch.ufunc(self, _uf, "__call__", self))
+    setattr(Tracer, f"__{_name}__", _operator(_uf))
 
 
 def _method(func):
