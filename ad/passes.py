@@ -55,10 +55,11 @@ def _rebuild(tape: Tape, kept: list[Eqn], dropped: list[int], subst: dict) -> Ta
         m = meta.get(key)
         if m is None:
             continue
-        # the entries of removed variables, found without a Python loop over the map (it can have
-        # an entry for each forward variable): by key, and by value at C speed
+        # the entries of removed variables (the map can have one for each forward variable: a
+        # Python loop over it only when a value is removed)
         stale = [k for k in removed if k in m]
-        stale += itertools.compress(m, map(removed.__contains__, m.values()))
+        if not removed.isdisjoint(m.values()):
+            stale += [k for k, v in m.items() if v in removed]
         if stale:
             m = meta[key] = dict(m)
             for k in stale:
@@ -524,13 +525,14 @@ def factor(tape: Tape) -> Tape:
     a*c2 goes away, one of c2*b can appear. Only derivative equations are factored: the user's
     own program keeps numpy's arithmetic."""
     eqns = tape.eqns
-    prims = list(map(attrgetter("prim"), eqns))
+    start = getattr(tape, "n_forward", 0)     # a gradient tape's derivative equations: its backward ones
+    prims = list(map(attrgetter("prim"), eqns[start:]))
     if add_p not in prims:      # no sum at all (a chain of operations), found at C speed
         return tape
-    adds = [i for i, p in enumerate(prims) if p is add_p]
+    adds = [start + i for i, p in enumerate(prims) if p is add_p]
     made = {eqns[i].outputs[0]: (i, eqns[i])        # output -> (index, its multiply)
-            for i, p in enumerate(prims) if p is multiply_p}
-    uses = Counter(itertools.chain.from_iterable(e.inputs for e in eqns))
+            for i in (start + k for k, p in enumerate(prims) if p is multiply_p)}
+    uses = Counter(itertools.chain.from_iterable(map(_INPUTS, eqns[start:])))   # (no forward one reads them)
     uses.update(tape.outputs)
     replaced: dict = {}     # index of an add -> the three equations that replace it
     dropped = []            # the products' indices

@@ -151,7 +151,7 @@ class Recorder:
             exc.add_note(f"while recording {prim.name} at {self.source or user_location(ad_frames=2)}")
             raise
         differentiated = self.differentiated
-        gradient = bool(differentiated) and prim.differentiable and not differentiated.isdisjoint(inputs)
+        gradient = differentiated and prim.differentiable and not differentiated.isdisjoint(inputs)
         if prim.multiple_results:
             tracers = tuple(self.new_tracer(o) for o in out)
             outputs = tuple(t.variable for t in tracers)
