@@ -65,7 +65,8 @@ class _Namespace:
         self.calls: dict = {}                # primitive -> the function its default spelling calls
         self.spellings = _Spellings(scalar)  # primitive -> its _Spelling
         self._floats: dict = {}              # float constants' names
-        self.literals: dict = {}             # (literal, among floats, as an array) -> its source
+        self.literals: dict = {}             # literal -> its source (but a float's)
+        self.floats: dict = {}               # (float literal, among floats, as an array) -> its source
 
     def bind(self, value, stem: str, numbered: bool = True) -> str:
         key = id(value)
@@ -172,19 +173,24 @@ def _function_path(f, ns: _Namespace) -> str | None:
     return path
 
 
-def eqn_source(e, ns: _Namespace, exprs: dict | None = None) -> str:
+def eqn_source(e, ns: _Namespace, exprs: dict | None = None, spelling: "_Spelling | None" = None) -> str:
     """The right-hand side of one equation, as its primitive's ``spelling`` (``scalar_spelling``
     in scalar code) says: a format string over the operand and param sources, a function of
     the operand sources and the params, or by default a call of the numpy function (else of
     the impl) with the params as keywords. ``exprs``: the sources of operands written into this
-    expression (``_plan``), with their precedence."""
+    expression (``_plan``), with their precedence; ``spelling``: the primitive's, if known."""
     prim = e.prim
-    spelling = ns.spellings[prim]
+    if spelling is None:
+        spelling = ns.spellings[prim]
     names, args, literals = ns.names, [], False
     for x in e.inputs:
         if type(x) is not Var:
-            args.append(x)
-            literals = True
+            text = ns.literals.get(x)
+            if text is None:                     # (written by _literal_sources)
+                args.append(x)
+                literals = True
+            else:
+                args.append(text)
         elif exprs and (written := exprs.pop(x, None)) is not None:
             text, precedence = written
             needs = spelling.needs[len(args)] if spelling.needs is not None else _ANYWHERE
@@ -229,22 +235,25 @@ def _literal_sources(e, args: list, spelling: "_Spelling", ns: _Namespace) -> No
     of an elementwise primitive is a Python float: it computes the same, and np.float64(0.9)
     would be built again on every call; in a long tape's array code a 0-d array (numpy converts
     a Python float operand on every call, ~0.3 us: twice the cost of a product of small arrays).
-    Each literal is written once per way (``ns.literals``): a rule's pullback template shares
-    its literals with every equation made from it."""
+    Each literal is written once (``ns.literals``; a float once per way, ``ns.floats``): a
+    rule's pullback template shares its literals with every equation made from it."""
     floats = spelling.floats and _all_float64(e.inputs)
     array = floats and ns.compact and e.outputs[0].aval.shape != ()
     for k, x in enumerate(args):
         if type(x) is Lit:
+            if type(x.value) not in _FLOATS:
+                args[k] = ns.literals[x] = _operand_src(x, ns)     # the same in every equation
+                continue
             key = (x, floats, array)
-            text = ns.literals.get(key)
+            text = ns.floats.get(key)
             if text is None:
-                if not floats or type(x.value) not in _FLOATS:
+                if not floats:
                     text = _operand_src(x, ns)
                 elif array:
                     text = ns.constant(float(x.value))
                 else:
                     text = _value_src(float(x.value), ns)
-                ns.literals[key] = text
+                ns.floats[key] = text
             args[k] = text
 
 
@@ -329,8 +338,8 @@ def _shape(spelling: str) -> tuple[int, dict[int, int], dict[int, int]]:
     return 0 if slot else _precedence(root), needs, counts      # "{0}" is what its operand is
 
 
-def _plan(tape: Tape, ns: _Namespace) -> tuple[list[int] | None, dict[Var, int]]:
-    """The line each equation of a long tape is written in (its own index, or the line of the
+def _plan(tape: Tape, ns: _Namespace) -> tuple[list[int] | range, dict[Var, int]]:
+    """The line each equation is written in (its own index, or in a long tape the line of the
     reader it is written into), and where each named variable is last read (the line that
     reads it last; the tape's outputs: past the end; a value written into its reader has no name).
 
@@ -348,31 +357,37 @@ def _plan(tape: Tape, ns: _Namespace) -> tuple[list[int] | None, dict[Var, int]]
             for x in e.inputs:
                 if type(x) is Var and last.get(x) != end:
                     last[x] = i
-        return None, last
+        return range(end), last
     n_forward = tape.n_forward if isinstance(tape, GradTape) else end
     runs, so_far = [0] * end, [1] * end      # eqn -> its run (user line), its index in its pullback
-    run, source, origin = 0, None, None
-    for i, e in enumerate(eqns):
-        o = e.origin
-        if e.source != source or i == n_forward or i == 0:
-            run += 1
-        elif o is origin or o.of is origin.of and o.kind == origin.kind != "primal" and o.rule == origin.rule:
-            so_far[i] = so_far[i - 1] + 1
-        runs[i], source, origin = run, e.source, o
-    once: dict[Var, int] = {}                 # value -> its reader, while it has one (not the outputs)
-    line, width = [0] * end, [0] * end        # eqn -> its line, line -> its length
+    run = 0
+    for start, stop in ((0, n_forward), (n_forward, end)):          # no run spans both sections
+        source, origin = _NOWHERE, None
+        for i in range(start, stop):
+            e = eqns[i]
+            o, s = e.origin, e.source
+            if s != source:
+                run += 1
+            elif o is origin or o.of is origin.of and o.kind == origin.kind != "primal" and o.rule == origin.rule:
+                so_far[i] = so_far[i - 1] + 1
+            runs[i] = run
+            source, origin = s, o
+    once: dict[Var, int] = {}                 # value -> its reader, while it has one (until defined)
+    line, width = [0] * end, [1] * end        # eqn -> its line, line -> its length
     spellings = ns.spellings
     for i in range(end - 1, -1, -1):
         e = eqns[i]
         at = i
-        r = once.get(v := e.outputs[0])
-        if r is not None and runs[r] == runs[i] and spellings[e.prim].writable \
-                and width[line[r]] + (1 if r - i < so_far[r] else so_far[i]) <= INLINE \
-                and _accepts(eqns[r], v, ns):
-            at = line[r]
-            del last[v]                       # it has no name: it lives inside the expression
+        r = once.pop(v := e.outputs[0], None)
+        if r is not None and runs[r] == runs[i] and spellings[e.prim].writable:
+            reader, into = eqns[r], line[r]
+            takes = spellings[reader.prim].takes
+            if width[into] + (1 if r - i < so_far[r] else so_far[i]) <= INLINE \
+                    and (takes is None or reader.inputs.index(v) in takes):
+                at = into
+                width[at] += 1
+                del last[v]                   # it has no name: it lives inside the expression
         line[i] = at
-        width[at] += 1
         for x in e.inputs:
             if type(x) is Var:
                 read = last.get(x)
@@ -386,11 +401,7 @@ def _plan(tape: Tape, ns: _Namespace) -> tuple[list[int] | None, dict[Var, int]]
     return line, last
 
 
-def _accepts(reader, x: Var, ns: _Namespace) -> bool:
-    """Can ``x`` be written into its reader's expression: a call's argument, or a slot of a format
-    string that occurs once (else it would be computed twice)."""
-    takes = ns.spellings[reader.prim].takes
-    return takes is None or reader.inputs.index(x) in takes
+_NOWHERE = object()     # the source before a section's first equation: unlike any other
 
 
 class _Spellings(dict):
@@ -411,7 +422,8 @@ class _Spelling:
     its value be written into a reader (one value of a pure primitive, a format string or a
     call); the operand slots an expression can be written into (``None``: any, a call's
     arguments; none for a guard or a function of the operands' sources; else the slots of a
-    format string that occur once)."""
+    format string that occur once, else it would be computed twice); are its float literals
+    among float64 arrays (an elementwise primitive, array code)."""
 
     __slots__ = ("text", "fill", "params", "precedence", "needs", "takes", "writable", "guard", "floats")
 
@@ -488,8 +500,8 @@ def generate(tape: Tape, name: str = "f", scalar: bool = False) -> tuple[str, di
         if i == n_forward and grad:
             lines.append("    # backward")
         spelling, origin = spellings[e.prim], e.origin
-        rhs = _guard_source(e, ns) if spelling.guard else eqn_source(e, ns, exprs)
-        if line is not None and (at := line[i]) != i:
+        rhs = _guard_source(e, ns) if spelling.guard else eqn_source(e, ns, exprs, spelling)
+        if (at := line[i]) != i:
             exprs[e.outputs[0]] = (rhs, spelling.precedence)
             if origin.kind != "primal":
                 seen = origins.get(at)
@@ -507,16 +519,18 @@ def generate(tape: Tape, name: str = "f", scalar: bool = False) -> tuple[str, di
             comment = f"%{outs[0].n}" if len(outs) == 1 else ", ".join(f"%{v.n}" for v in outs)
             seen = origins.pop(i, None)
             if seen is not None:
-                seen.append(origin)
-                comment += f": {_described(seen)}"
+                if seen[-1] is not origin:
+                    seen.append(origin)
+                lines.append(f"    {lhs} = {rhs}  # {comment}: {_described(seen)}")
             elif origin.kind != "primal":
-                comment += f": {origin.describe()}"
-            lines.append(f"    {lhs} = {rhs}  # {comment}")
+                lines.append(f"    {lhs} = {rhs}  # {comment}: {origin.describe()}")
+            else:
+                lines.append(f"    {lhs} = {rhs}  # {comment}")
         elif origin.kind != "primal":
             lines.append(f"    {lhs} = {rhs}  # {origin.describe()}")
         else:
             lines.append(f"    {lhs} = {rhs}")
-        deleted = dead.get(i)
+        deleted = dead[i]
         if deleted:
             lines.append(f"    del {', '.join(_operand_src(v, ns) for v in deleted)}")
     inputs = set(tape.inputs)
@@ -550,8 +564,8 @@ def _output_src(x, ns: _Namespace, inputs: set) -> str:
     return src
 
 
-def _registers(tape: Tape, last: dict[Var, int], line: list[int] | None, dying: dict,
-               dead: dict) -> dict[Var, str]:
+def _registers(tape: Tape, last: dict[Var, int], line: list[int] | range, dying: list,
+               dead: list) -> dict[Var, str]:
     """Names that reuse a dead value's name (``r3 = r3 * 0.9``), as a hand-written gradient
     does, for scalar code and long tapes (the tape's own names are in the comments). A Python
     frame with one local per equation, thousands of them, is slow to make and keeps every value
@@ -562,10 +576,10 @@ def _registers(tape: Tape, last: dict[Var, int], line: list[int] | None, dying: 
     its ``del`` (``_last_reads``)."""
     names = {v: f"v{v.n}" for v in tape.inputs}
     free, n = [], 0
-    for i, e in enumerate(tape.eqns):
-        if line is not None and line[i] != i:
+    for i, e, at in zip(range(len(line)), tape.eqns, line):
+        if at != i:
             continue
-        for x in dying.get(i, ()):
+        for x in dying[i]:
             free.append(names[x])
         for v in e.outputs:
             if free:
@@ -575,7 +589,7 @@ def _registers(tape: Tape, last: dict[Var, int], line: list[int] | None, dying: 
                 n += 1
             if v not in last:                    # never read
                 free.append(names[v])
-        for x in dead.get(i, ()):
+        for x in dead[i]:
             free.append(names[x])
     return names
 
@@ -583,7 +597,7 @@ def _registers(tape: Tape, last: dict[Var, int], line: list[int] | None, dying: 
 FREE_BYTES = 1 << 16   # temporaries at least this large are deleted right after their last use
 
 
-def _last_reads(tape: Tape, last: dict[Var, int]) -> tuple[dict[int, list[Var]], dict[int, list[Var]]]:
+def _last_reads(tape: Tape, last: dict[Var, int]) -> tuple[list, list]:
     """Line (its equation's index) -> the temporaries it reads last: the small ones, and the
     large ones, deleted after it. Straight-line code would otherwise keep every intermediate
     alive to the end (a long tape's reused names, until the name is used again), so each new
@@ -592,8 +606,8 @@ def _last_reads(tape: Tape, last: dict[Var, int]) -> tuple[dict[int, list[Var]],
     statement in 10-20 us."""
     keep, end = set(tape.inputs), len(tape.eqns)
     large: dict[int, bool] = {}                  # id(aval) -> is it large (avals are shared)
-    dying: dict[int, list[Var]] = {}
-    dead: dict[int, list[Var]] = {}
+    dying: list = [()] * end                     # line -> its small last reads (a list, if any)
+    dead: list = [()] * end                      # line -> its large ones
     for v, i in last.items():
         if i >= end or v in keep:
             continue
@@ -602,7 +616,7 @@ def _last_reads(tape: Tape, last: dict[Var, int]) -> tuple[dict[int, list[Var]],
         if big is None:
             big = large[id(aval)] = aval.size * aval.dtype.itemsize >= FREE_BYTES
         at = dead if big else dying
-        if i in at:
+        if at[i]:
             at[i].append(v)
         else:
             at[i] = [v]
