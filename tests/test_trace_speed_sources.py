@@ -88,3 +88,20 @@ def test_operators_keep_numpys_order_of_overrides():
         return x * 2.0
     ad.trace(f, np.ones(2))
     assert seen["reflected"] == ("own", "multiply")
+
+
+def looping(x):
+    for _ in range(3):
+        x = helper(x) * 0.5  # loop
+        x = -x  # next line
+    return x
+
+
+def test_sources_follow_every_line_of_a_loop():
+    """The last line's text is kept for the next equation: it must change with the line and the
+    function (here a helper called from the loop, then the loop's own lines)."""
+    tape = ad.trace(looping, np.linspace(0.0, 1.0, 4))
+    lines = marked_lines(looping)
+    loop, nxt, inner = (f"{__file__}:{lines['loop']} in looping", f"{__file__}:{lines['next line']} in looping",
+                        f"{__file__}:{marked_lines(helper)['helper']} in helper")
+    assert [e.source for e in tape.eqns] == [inner, loop, nxt] * 3
