@@ -66,7 +66,7 @@ class _Namespace:
         self.spellings = _Spellings(scalar)  # primitive -> its _Spelling
         self._floats: dict = {}              # float constants' names
         self.literals: dict = {}             # literal -> its source (but a float's)
-        self.floats: dict = {}               # (float literal, among floats, as an array) -> its source
+        self.float_literals: dict = {}       # (float literal, among floats, as an array) -> its source
 
     def bind(self, value, stem: str, numbered: bool = True) -> str:
         key = id(value)
@@ -186,7 +186,7 @@ def eqn_source(e, ns: _Namespace, exprs: dict | None = None, spelling: "_Spellin
     for x in e.inputs:
         if type(x) is not Var:
             text = ns.literals.get(x)
-            if text is None:                     # (written by _literal_sources)
+            if text is None:                     # new, or a float: _literal_sources writes it
                 args.append(x)
                 literals = True
             else:
@@ -235,8 +235,8 @@ def _literal_sources(e, args: list, spelling: "_Spelling", ns: _Namespace) -> No
     of an elementwise primitive is a Python float: it computes the same, and np.float64(0.9)
     would be built again on every call; in a long tape's array code a 0-d array (numpy converts
     a Python float operand on every call, ~0.3 us: twice the cost of a product of small arrays).
-    Each literal is written once (``ns.literals``; a float once per way, ``ns.floats``): a
-    rule's pullback template shares its literals with every equation made from it."""
+    Each literal is written once (``ns.literals``; a float once per way, ``ns.float_literals``):
+    a rule's pullback template shares its literals with every equation made from it."""
     floats = spelling.floats and _all_float64(e.inputs)
     array = floats and ns.compact and e.outputs[0].aval.shape != ()
     for k, x in enumerate(args):
@@ -245,7 +245,7 @@ def _literal_sources(e, args: list, spelling: "_Spelling", ns: _Namespace) -> No
                 args[k] = ns.literals[x] = _operand_src(x, ns)     # the same in every equation
                 continue
             key = (x, floats, array)
-            text = ns.floats.get(key)
+            text = ns.float_literals.get(key)
             if text is None:
                 if not floats:
                     text = _operand_src(x, ns)
@@ -253,7 +253,7 @@ def _literal_sources(e, args: list, spelling: "_Spelling", ns: _Namespace) -> No
                     text = ns.constant(float(x.value))
                 else:
                     text = _value_src(float(x.value), ns)
-                ns.floats[key] = text
+                ns.float_literals[key] = text
             args[k] = text
 
 
@@ -598,7 +598,7 @@ FREE_BYTES = 1 << 16   # temporaries at least this large are deleted right after
 
 
 def _last_reads(tape: Tape, last: dict[Var, int]) -> tuple[list, list]:
-    """Line (its equation's index) -> the temporaries it reads last: the small ones, and the
+    """Per line (its equation's index), the temporaries it reads last: the small ones, and the
     large ones, deleted after it. Straight-line code would otherwise keep every intermediate
     alive to the end (a long tape's reused names, until the name is used again), so each new
     array lands in fresh memory and pays its page faults (measured: 2.7x slower on the CNN
