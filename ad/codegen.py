@@ -368,7 +368,8 @@ def _plan(tape: Tape, ns: _Namespace) -> tuple[list[int] | range, dict[Var, int]
             o, s = e.origin, e.source
             if s != source:
                 run += 1
-            elif o is origin or o.of is origin.of and o.kind == origin.kind != "primal" and o.rule == origin.rule:
+            elif o is origin or o.of is origin.of and o.kind == origin.kind != "primal" \
+                    and o.rule == origin.rule:
                 so_far[i] = so_far[i - 1] + 1
             runs[i] = run
             source, origin = s, o
@@ -381,7 +382,7 @@ def _plan(tape: Tape, ns: _Namespace) -> tuple[list[int] | range, dict[Var, int]
         r = once.pop(v := e.outputs[0], None)
         if r is not None and runs[r] == runs[i] and spellings[e.prim].writable:
             reader, into = eqns[r], line[r]
-            takes = spellings[reader.prim].takes
+            takes = spellings[reader.prim].takes          # the reader's slots that take an expression
             if width[into] + (1 if r - i < so_far[r] else so_far[i]) <= INLINE \
                     and (takes is None or reader.inputs.index(v) in takes):
                 at = into
