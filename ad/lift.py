@@ -12,7 +12,6 @@ Lifted rules are cached per (primitive, params, operand avals, which operands ne
 """
 from __future__ import annotations
 
-import contextlib
 import functools
 from dataclasses import dataclass
 
@@ -169,11 +168,14 @@ class ExemplarRecorder(Recorder):
     def record(self, prim, operands, params):
         out = super().record(prim, operands, params)
         e = self.eqns[-1]
-        with contextlib.suppress(TypeError):      # unhashable params: lifted at the run's values
+        try:
             key = signature(e)
-            if key not in self.exemplars:
-                self.exemplars[key] = (e, [x.value if isinstance(x, Tracer) else i.value
-                                           for x, i in zip(operands, e.inputs)])
+            known = key in self.exemplars
+        except TypeError:       # unhashable params: lifted at the run's values
+            return out
+        if not known:
+            self.exemplars[key] = (e, [x.value if isinstance(x, Tracer) else i.value
+                                       for x, i in zip(operands, e.inputs)])
         return out
 
 
