@@ -136,18 +136,19 @@ def _reads_ok(e, loop: tuple) -> bool:
 
 
 def _loop_shape(e) -> tuple | None:
-    """The shape of the loop ``e`` can join, or None if it cannot be fused."""
+    """The shape of the loop ``e`` can join, or None if it cannot be fused (nor is an empty
+    array's: a loop of no elements is numpy's to run, a kernel would read its first)."""
     if e.prim.kind != "pure" or len(e.outputs) != 1 or e.outputs[0].aval.dtype not in CTYPES:
         return None
     if e.prim in SUMS:
         x = e.inputs[0]
-        if type(x) is Var and e.outputs[0].aval.size == 1 and x.aval.dtype.kind == "f":
+        if type(x) is Var and e.outputs[0].aval.size == 1 and x.aval.dtype.kind == "f" and x.aval.size:
             return tuple(x.aval.shape)
         return None
     if e.prim not in SPELLINGS or (e.params and e.prim not in (astype_p, broadcast_to_p)):
         return None
     loop = tuple(e.outputs[0].aval.shape)
-    return loop if _reads_ok(e, loop) else None
+    return loop if math.prod(loop) and _reads_ok(e, loop) else None
 
 
 @dataclass

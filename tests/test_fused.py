@@ -7,6 +7,7 @@ stays a numpy line; bad arguments and a missing compiler are refused by name.
 Cost: ~29 s of CPU for the file (1,681 tests; ~1.5-2 min of wall time on the loaded 2-core
 machine): collecting and tracing the spec table ~18 s, one C compiler run at -O0 for its 2,161
 loops ~4 s, one at -O2 per generated program (20) ~3 s."""
+import math
 import os
 
 import numpy as np
@@ -122,6 +123,19 @@ def test_generated_programs_agree_with_the_numpy_backend(steps, seed):
     x0, x1 = rng.standard_normal((4, 4)), rng.standard_normal(4)
     tape = ad.optimize(ad.grad_tape(_program(steps), x0, x1, argnums=(0, 1)))
     _agree(tape, ad.compile(tape, backend="fused"), (x0, x1), 1e-12)
+
+
+def test_empty_arrays_are_not_fused():
+    """A loop over no elements is numpy's: a kernel of an empty (4, 0) slice read its first
+    element (past the end) and summed it into the loss (found by the generated programs above)."""
+    rng = np.random.default_rng(0)
+    x0, x1 = rng.standard_normal((4, 4)), rng.standard_normal(4)
+    f = _program([("column", 0, 0), ("column", 2, 0)])        # x[:, 1:2][:, 1:2] is (4, 0)
+    tape = ad.optimize(ad.grad_tape(f, x0, x1, argnums=(0, 1)))
+    fused = ad.compile(tape, backend="fused")
+    assert fused.kernels and all(math.prod(k.group.shape) > 0 for k in fused.kernels)
+    _agree(tape, fused, (x0, x1), 1e-12)
+    np.testing.assert_allclose(fused(x0, x1)[0], f(x0, x1), rtol=1e-12)
 
 
 EDGES = np.array([0.0, -0.0, 1.0, -1.0, 2.5, -3.0, np.inf, -np.inf, np.nan, 1e-310, 1e300])
