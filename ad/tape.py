@@ -107,35 +107,33 @@ def short_dtype(dtype) -> str:
 HANDLE = Aval((), np.dtype(object))  # the aval of an opaque closure handle
 
 
-# The tape's objects are frozen dataclasses with their own ``__init__``: a frozen dataclass's
-# generated one assigns each field through ``object.__setattr__``, which costs about three times
-# as much as setting the slot through its descriptor, and a gradient tape of 10,000 operations
-# creates ~100,000 of these objects.
+# The tape's objects are slots dataclasses with their own ``__init__``, immutable by convention
+# (nothing assigns to their fields after ``__init__``; tests/test_architecture.py checks it): a
+# frozen dataclass assigns each field through ``object.__setattr__``, and even its fields'
+# descriptors called from an ``__init__`` cost two to three times a plain assignment, which
+# Python specialises for slots; a gradient tape of 10,000 operations creates ~100,000 of them.
 
-@dataclass(eq=False, frozen=True, slots=True, init=False)
+@dataclass(eq=False, slots=True, init=False)
 class Var:
     n: int
     aval: Aval
 
     def __init__(self, n: int, aval: Aval):
-        _set_n(self, n)
-        _set_aval(self, aval)
+        self.n = n
+        self.aval = aval
 
     def __repr__(self) -> str:
         return f"%{self.n}"
 
 
-_set_n, _set_aval = Var.n.__set__, Var.aval.__set__
-
-
-@dataclass(eq=False, frozen=True, slots=True, init=False)
+@dataclass(eq=False, slots=True, init=False)
 class Lit:
     value: Any
     aval: Aval
 
     def __init__(self, value: Any, aval: Aval):
-        _set_value(self, value)
-        _set_lit_aval(self, aval)
+        self.value = value
+        self.aval = aval
 
     @staticmethod
     def of(value) -> "Lit":
@@ -153,16 +151,13 @@ def format_literal(value) -> str:
     return repr(value.item() if isinstance(value, np.generic | np.ndarray) else value)
 
 
-_set_value, _set_lit_aval = Lit.value.__set__, Lit.aval.__set__
-
-
 _PUSHFORWARD_VIA = {"pushforward": "from its pullback", "pushforward_vjp": "by the vjp of its pullback",
                     "pushforward_frule": "its frule"}
 ORIGIN_KINDS = ("primal", "pullback", "project", "accumulate", "seed", "zeros", *_PUSHFORWARD_VIA,
                 "tangent_zeros", "transpose")
 
 
-@dataclass(frozen=True, slots=True, init=False)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class Origin:
     """Where an equation came from.
 
@@ -182,9 +177,9 @@ class Origin:
     rule: str | None = None
 
     def __init__(self, kind: str, of: Var | None = None, rule: str | None = None):
-        _set_kind(self, kind)
-        _set_of(self, of)
-        _set_rule(self, rule)
+        self.kind = kind
+        self.of = of
+        self.rule = rule
 
     @property
     def is_backward(self) -> bool:
@@ -210,11 +205,10 @@ class Origin:
         return f"rule {self.rule} of {self.of!r}" if self.of is not None else "primal"
 
 
-_set_kind, _set_of, _set_rule = Origin.kind.__set__, Origin.of.__set__, Origin.rule.__set__
 PRIMAL = Origin("primal")
 
 
-@dataclass(frozen=True, slots=True, init=False)
+@dataclass(slots=True, init=False, unsafe_hash=True)
 class Eqn:
     prim: Any                      # ad.primitives.Primitive
     inputs: tuple[Var | Lit, ...]
@@ -225,12 +219,12 @@ class Eqn:
 
     def __init__(self, prim, inputs: tuple, params: tuple, outputs: tuple, source: str | None = None,
                  origin: Origin = PRIMAL):
-        _set_prim(self, prim)
-        _set_inputs(self, inputs)
-        _set_params(self, params)
-        _set_outputs(self, outputs)
-        _set_source(self, source)
-        _set_origin(self, origin)
+        self.prim = prim
+        self.inputs = inputs
+        self.params = params
+        self.outputs = outputs
+        self.source = source
+        self.origin = origin
 
     @property
     def kwargs(self) -> dict:
@@ -238,10 +232,6 @@ class Eqn:
 
     def __str__(self) -> str:
         return format_eqn(self)
-
-
-_set_prim, _set_inputs, _set_params, _set_outputs, _set_source, _set_origin = (
-    getattr(Eqn, name).__set__ for name in ("prim", "inputs", "params", "outputs", "source", "origin"))
 
 
 def freeze_params(params: dict) -> tuple[tuple[str, Any], ...]:

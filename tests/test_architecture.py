@@ -11,6 +11,8 @@ import sys
 import networkx as nx
 import pytest
 
+from ad import tape
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGES = ("ad", "tapeviz")
 
@@ -183,3 +185,42 @@ def test_ad_imports_without_the_drawing_and_widget_stack():
     code = ("import sys, ad; heavy = {'networkx', 'graphviz', 'ipywidgets', 'onnx', 'torch'} & "
             "set(sys.modules); assert not heavy, heavy")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+# The tape's objects are immutable by convention, not frozen dataclasses (ad/tape.py says why):
+# no code assigns to their fields. A few other classes have fields of the same names; their
+# receivers are named here (a Recorder's source and origin stamp what it records next).
+TAPE_CLASSES = ("Var", "Lit", "Eqn", "Origin")
+OTHER_RECEIVERS = {("rec", "source"), ("rec", "origin"), ("prim", "rule"), ("v", "source")}
+
+
+def _field_writes(tree: ast.Module, fields: set) -> list[tuple[int, str]]:
+    """(line, text) of assignments to ``x.field`` and of ``setattr(x, "field", ...)``, but a
+    class's own ``self.field`` outside the tape's classes."""
+    found = []
+    for cls in [None, *(n for n in ast.walk(tree) if isinstance(n, ast.ClassDef))]:
+        body = tree.body if cls is None else cls.body
+        own = cls is not None and cls.name not in TAPE_CLASSES
+        for node in (n for stmt in body if not isinstance(stmt, ast.ClassDef) for n in ast.walk(stmt)):
+            targets = node.targets if isinstance(node, ast.Assign) else \
+                [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+            for t in (t for target in targets for t in ([target] + getattr(target, "elts", []))):
+                if isinstance(t, ast.Attribute) and t.attr in fields:
+                    receiver = ast.unparse(t.value)
+                    if not (own and receiver == "self") and (receiver, t.attr) not in OTHER_RECEIVERS:
+                        found.append((node.lineno, ast.unparse(t)))
+            if isinstance(node, ast.Call) and ast.unparse(node.func) in ("setattr", "object.__setattr__") \
+                    and len(node.args) > 1 and isinstance(node.args[1], ast.Constant) and node.args[1].value in fields:
+                found.append((node.lineno, ast.unparse(node)))
+    return found
+
+
+def test_nothing_assigns_to_the_fields_of_the_tapes_objects():
+    fields = {f for name in TAPE_CLASSES for f in getattr(tape, name).__slots__}
+    writes = [f"{name}:{line}: {text}" for name, path in MODULES.items()
+              for line, text in _field_writes(ast.parse(path.read_text()), fields)
+              if not (name == "ad.tape" and text.startswith("self."))]    # their __init__
+    assert not writes, "assignments to a tape object's fields:\n" + "\n".join(writes)
+    tree = ast.parse("e.inputs = ()\nx.source = 's'\nsetattr(v, 'aval', None)\nclass R:\n    def f(self):\n"
+                     "        self.origin = None\n        e.origin = None\n")
+    assert [line for line, _ in _field_writes(tree, fields)] == [1, 2, 3, 7]
