@@ -157,7 +157,7 @@ def backpropagate(prim, kind: str = "dense"):
     return register
 
 
-def _template(e: Eqn, lifted: LiftedRule, cts: list, operands: "_Operands", needs) -> LiftedRule:
+def _template(e: Eqn, lifted: LiftedRule, cts: list, templates: "_Templates", needs) -> LiftedRule:
     """The lifted pullback to inline: an overload's for the cotangents' kind, or the rule's."""
     kind = "zero" if None in cts else "dense"
     overload = _BACKPROPAGATE.get((e.prim, kind))
@@ -168,7 +168,7 @@ def _template(e: Eqn, lifted: LiftedRule, cts: list, operands: "_Operands", need
         def rule(*xs, _prim=e.prim, **params):
             return _prim.bind(*xs, **params), overload(*xs, **params)
         _OVERLOAD_RULES[overload] = rule
-    return _lift(e, needs, operands, rule)
+    return templates.lift(e, needs, rule)
 
 
 _OVERLOAD_RULES: dict = {}
@@ -176,41 +176,55 @@ _OVERLOAD_RULES: dict = {}
 
 # -- building ------------------------------------------------------------------------------
 
-class _Operands:
-    """The concrete operands rules are lifted at. A template that does not branch on values (the
-    cached kind) may be lifted at any operands of the same avals: the trace's ``exemplars``
-    (``lift.ExemplarRecorder``), so that the primal tape need not run again; one that branches
-    needs its equation's own operands, from one run of the primal tape, made when first needed."""
+class _Templates:
+    """The rule templates one build inlines, each looked up once per ``signature`` and operands
+    needing gradients (a loop of 10,000 steps has a handful). A template not in the cache is
+    lifted at the trace's operands of the same avals (``exemplars``, from
+    ``lift.ExemplarRecorder``), so that the primal tape need not run again; one that branched on
+    those values, again at its equation's own (the primal tape then runs once)."""
 
     def __init__(self, primal: Tape, values: list, exemplars: dict | None):
         self.primal, self.values, self.exemplars = primal, values, exemplars or {}
         self.env: dict | None = None
+        self.seen: dict = {}
 
-    def like(self, e: Eqn) -> tuple[list, bool]:
+    def of(self, e: Eqn, needs: tuple) -> LiftedRule:
+        try:
+            key = signature(e) + needs
+            lifted = self.seen.get(key)
+        except TypeError:           # unhashable params
+            key, lifted = None, None
+        if lifted is None:
+            rule_of(e)              # refuses what has no (checked) rule
+            lifted = self.lift(e, needs)
+            if key is not None and not lifted.value_dependent:
+                self.seen[key] = lifted
+        return lifted
+
+    def lift(self, e: Eqn, needs: tuple, rule=None) -> LiftedRule:
+        """The template of ``e``'s rule (or of ``rule``): cached, else lifted at operands like
+        ``e``'s, and again at ``e``'s own if it branched on those."""
+        lifted = cached(e, needs, rule)
+        if lifted is None:
+            values, own = self._like(e)
+            lifted = lift(e.prim, e.params, values, needs, e.source, rule=rule)
+            if lifted.value_dependent and not own:
+                lifted = lift(e.prim, e.params, self.operands(e), needs, e.source, rule=rule)
+        return lifted
+
+    def _like(self, e: Eqn) -> tuple[list, bool]:
         """Operands of ``e``'s avals, and whether they are ``e``'s own."""
         found = self.exemplars.get(signature(e)) if self.exemplars else None
         if found is None:
-            return self.of(e), True
+            return self.operands(e), True
         return found[1], found[0] is e
 
-    def of(self, e: Eqn) -> list:
+    def operands(self, e: Eqn) -> list:
         """``e``'s own operands."""
         if self.env is None:
             self.env = {}
             eval_tape(self.primal, self.values, self.env)
         return [self.env[x] if type(x) is Var else x.value for x in e.inputs]
-
-
-def _lift(e: Eqn, needs: tuple, operands: _Operands, rule=None) -> LiftedRule:
-    """The template of ``e``'s rule (or of ``rule``): cached, else lifted at operands like
-    ``e``'s, and again at ``e``'s own if it branched on those."""
-    lifted = cached(e, needs, rule)
-    if lifted is None:
-        values, own = operands.like(e)
-        lifted = lift(e.prim, e.params, values, needs, e.source, rule=rule)
-        if lifted.value_dependent and not own:
-            lifted = lift(e.prim, e.params, operands.of(e), needs, e.source, rule=rule)
-    return lifted
 
 
 class _Builder:
@@ -274,7 +288,7 @@ def build(primal: Tape, values: list, wrt: list[int], *, seed: str = "ones",
     b = _Builder()
     inputs = [b.new(v.aval) for v in primal.inputs]
     env: dict = dict(zip(primal.inputs, inputs))
-    operands = _Operands(primal, values, exemplars)
+    templates = _Templates(primal, values, exemplars)
     active = active_vars(primal, wrt)
     instances = []
     fallbacks = []
@@ -286,8 +300,7 @@ def build(primal: Tape, values: list, wrt: list[int], *, seed: str = "ones",
             b.emit(e.prim, ops, e.params, outs, e.source, e.origin)
             env.update(zip(e.outputs, outs))
             continue
-        rule_of(e)                       # refuses what has no (checked) rule
-        lifted = _lift(e, needs, operands)
+        lifted = templates.of(e, needs)
         if lifted.fallback:
             fallbacks.append(Fallback(e.prim.name, e.source, lifted.fallback))
         sub = lifted.literals.copy()    # template variable (or literal) -> joint operand
@@ -328,7 +341,7 @@ def build(primal: Tape, values: list, wrt: list[int], *, seed: str = "ones",
         cts = list(map(ct.get, outs))
         if cts.count(None) == len(cts):
             continue
-        template = _template(e, lifted, cts, operands, needs) if _BACKPROPAGATE else lifted
+        template = _template(e, lifted, cts, templates, needs) if _BACKPROPAGATE else lifted
         if None in cts:
             cts = [_zeros(b, o.aval, o, "zeros", e.source) if c is None else c for c, o in zip(cts, outs)]
         bsub = sub                   # the instance's own map, not needed after its pullback

@@ -156,7 +156,7 @@ def operand_keys(e: Eqn) -> tuple:
 
 
 class ExemplarRecorder(Recorder):
-    """A Recorder that keeps, for each template signature (primitive, params, ``operand_keys``),
+    """A Recorder that keeps, for each template ``signature`` (primitive, params, operand avals),
     the operand values of the first equation with it: ``exemplars[signature] = (eqn, values)``.
     What a cache miss needs to lift a rule that does not branch on values, without running the
     traced tape again (``backward.build``)."""
@@ -180,8 +180,13 @@ class ExemplarRecorder(Recorder):
 
 
 def signature(e: Eqn) -> tuple:
-    """What the template of equation ``e``'s rule depends on, but which operands need gradients."""
-    return e.prim, e.params, operand_keys(e)
+    """What the template of equation ``e``'s rule depends on (but which operands need gradients),
+    within one tape: its primitive, params and operands, a variable's aval by identity (tracing
+    makes one aval per shape and dtype, ``tape._aval``: two equal ones would only make two
+    signatures; a signature's avals live as long as its tape), a literal as ``_operand_key``. An
+    identity is a third of the cost of the aval's fields, on every recorded operation."""
+    return (e.prim, e.params) + tuple([id(x.aval) if type(x) is Var else _operand_key(x.value)
+                                       for x in e.inputs])
 
 
 def is_weak(x) -> bool:
