@@ -14,7 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import pytree
-from .core_prims import add_p, full_p, positive_p
+from .core_prims import add_p, full_p
 from .errors import NonDifferentiableError
 from .lift import LiftedRule, cached, lift, signature
 from .primitives import Primitive, lookup
@@ -229,12 +229,12 @@ class _Templates:
 
 class _Builder:
     def __init__(self):
-        self.n = 0                   # the next variable's number
+        self.count = 0                 # the next variable's number
         self.eqns: list = []
 
     def new(self, aval) -> Var:
-        self.n += 1
-        return Var(self.n - 1, aval)
+        self.count += 1
+        return Var(self.count - 1, aval)
 
     def emit(self, prim, inputs, params, outputs, source, origin):
         self.eqns.append(Eqn(prim, tuple(inputs), params, tuple(outputs), source, origin))
@@ -242,11 +242,11 @@ class _Builder:
     def rename(self, defined: tuple, sub: dict) -> None:
         """New variables, numbered in order, for the template variables ``defined`` (``sub``
         maps them to the new ones)."""
-        n = self.n
+        n = self.count
         for v in defined:         # (a template defines one or two: a loop beats zip and map)
             sub[v] = Var(n, v.aval)
             n += 1
-        self.n = n
+        self.count = n
 
     def copy(self, eqns, sub: dict, source, origin: Origin, project: Origin | None = None) -> None:
         """``eqns`` on what ``sub`` maps their operands to (``rename`` made their outputs'; it
@@ -303,20 +303,9 @@ def build(primal: Tape, values: list, wrt: list[int], *, seed: str = "ones",
         lifted = templates.of(e, needs)
         if lifted.fallback:
             fallbacks.append(Fallback(e.prim.name, e.source, lifted.fallback))
-        sub = lifted.literals.copy()    # template variable (or literal) -> joint operand
-        sub.update(zip(lifted.args, ops))
-        b.rename(lifted.defined[0], sub)
-        if lifted.computes_outputs:
-            outs, extra = list(map(sub.__getitem__, lifted.outs)), ()
-        else:
-            extra = []                   # what _rule_output adds after the rule's body
-            outs = [_rule_output(b, sub, o, lifted, v, e, extra) for o, v in zip(lifted.outs, e.outputs)]
-        origin = Origin("primal", outs[0], e.prim.name)
-        b.copy(lifted.fwd, sub, e.source, origin)    # all stamped as this instance's
-        for args in extra:
-            b.emit(*args, origin)
+        outs, local, b.count = lifted.copier.fwd(ops, e.outputs, b.count, e.source, b.eqns)
         env.update(zip(e.outputs, outs))
-        instances.append((e, lifted, sub, ops, outs, needs))
+        instances.append((e, lifted, local, ops, outs, needs))
     n_forward = len(b.eqns)
 
     value_outs = [env[x] if type(x) is Var else x for x in primal.outputs]
@@ -337,26 +326,20 @@ def build(primal: Tape, values: list, wrt: list[int], *, seed: str = "ones",
             if live:
                 ct[out] = s if out not in ct else _add(b, ct[out], s, out, None)
 
-    for e, lifted, sub, ops, outs, needs in reversed(instances):
+    for e, lifted, local, ops, outs, needs in reversed(instances):
         cts = list(map(ct.get, outs))
         if cts.count(None) == len(cts):
             continue
         template = _template(e, lifted, cts, templates, needs) if _BACKPROPAGATE else lifted
         if None in cts:
             cts = [_zeros(b, o.aval, o, "zeros", e.source) if c is None else c for c, o in zip(cts, outs)]
-        bsub = sub                   # the instance's own map, not needed after its pullback
-        if template is not lifted:   # an overload: its primal outputs are this instance's
-            bsub.update(template.literals)
-            bsub.update({a: o for a, o in zip(template.args, ops) if type(a) is Var})
-            bsub.update({t: o for t, o in zip(template.outs, outs) if type(t) is Var})
-        bsub.update(zip(template.cts, cts))
-        b.rename(template.defined[1], bsub)
-        b.copy(template.bwd, bsub, e.source, Origin("pullback", outs[0], e.prim.name),
-               Origin("project", outs[0], e.prim.name) if template.projects else None)
-        for target, g, needed in zip(ops, template.grads, needs):
+        if template is lifted:
+            pulled, b.count = lifted.copier.bwd(local, cts, b.count, e.source, b.eqns)
+        else:
+            pulled = _overload_pullback(b, template, e, ops, outs, cts)
+        for target, g, needed in zip(ops, pulled, needs):
             if g is None or not needed:
                 continue
-            g = bsub[g] if type(g) is Var else g
             ct[target] = g if target not in ct else _add(b, ct[target], g, target, e.source)
 
     grads, grad_inputs = [], []
@@ -404,12 +387,14 @@ def check_seed(primal: Tape, wrt, holomorphic: bool) -> None:
             location=location)
 
 
-def _rule_output(b: _Builder, sub, o, lifted: LiftedRule, primal_var: Var, e: Eqn, extra: list):
-    """The joint variable of a rule's output. An output the rule did not compute (it returned an
-    operand or a constant) gets its own equation (into ``extra``: the arguments of its ``Eqn``
-    but the origin), so that it has a cotangent of its own."""
-    if type(o) is Var and o not in lifted.args:
-        return sub[o]
-    out = b.new(primal_var.aval)
-    extra.append((positive_p, (sub[o] if type(o) is Var else o,), (), (out,), e.source))
-    return out
+def _overload_pullback(b: _Builder, template: LiftedRule, e: Eqn, ops, outs, cts) -> list:
+    """An overload's pullback (``backpropagate``) inlined for one instance: its template's
+    operands are the instance's operands, its primal outputs the instance's outputs."""
+    sub = template.literals.copy()
+    sub.update({a: o for a, o in zip(template.args, ops) if type(a) is Var})
+    sub.update({t: o for t, o in zip(template.outs, outs) if type(t) is Var})
+    sub.update(zip(template.cts, cts))
+    b.rename(template.defined[1], sub)
+    b.copy(template.bwd, sub, e.source, Origin("pullback", outs[0], e.prim.name),
+           Origin("project", outs[0], e.prim.name) if template.projects else None)
+    return [sub[g] if type(g) is Var else g for g in template.grads]

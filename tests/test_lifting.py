@@ -76,3 +76,36 @@ def test_building_a_gradient_does_not_run_the_program_again():
     assert len(calls) == 6
     _, g = gt(x)
     np.testing.assert_allclose(g, ad.grad(f, form="closure")(x), rtol=1e-12)
+
+
+def test_an_instance_is_written_by_its_templates_compiled_copier():
+    """``build`` writes each instance with its template's ``Copier`` (code, not a dict walk):
+    the same equations as the template's, renumbered and stamped with the instance's origins;
+    an output the rule returns as is (an operand, a constant) gets a ``positive`` equation so that
+    it has a cotangent of its own; the gradients are the closure form's."""
+    @ad.primitive(multiple_results=True)
+    def passthrough(x, y):
+        return x, y * 2.0
+
+    @ad.rrule(passthrough)
+    def _rule(x, y):       # returns its operand x itself
+        return (x, y * 2.0), lambda dys: (dys[0], dys[1] * 2.0)
+
+    def f(x, y):
+        a, b = passthrough(np.sin(x), y)
+        c, d = passthrough(np.cos(a), b)
+        return np.sum(c * d)
+    x, y = np.linspace(0.1, 0.9, 3), np.linspace(1.0, 2.0, 3)
+    clear_cache()
+    gt = ad.grad_tape(f, x, y, argnums=(0, 1))
+    positives = [e for e in gt.eqns[:gt.n_forward] if e.prim.name == "positive"]
+    assert len(positives) == 2 and all(e.origin.rule == passthrough.primitive.name for e in positives)
+    numbers = [v.n for v in gt.inputs] + [v.n for e in gt.eqns for v in e.outputs]
+    assert numbers == list(range(len(numbers)))          # numbered in order, once each
+    lifted = next(r for k, r in _CACHE.items() if k[1] is passthrough.primitive)
+    assert "def fwd(ops, outputs, n, source, eqns):" in lifted.copier.source and "Var(n" in lifted.copier.source
+    _, (gx, gy) = gt(x, y)
+    cx, cy = ad.grad(f, argnums=(0, 1), form="closure")(x, y)
+    np.testing.assert_allclose(gx, cx, rtol=1e-12)
+    np.testing.assert_allclose(gy, cy, rtol=1e-12)
+    np.testing.assert_allclose(gx, -np.sin(np.sin(x)) * np.cos(x) * 2.0 * 2.0 * y, rtol=1e-12)
