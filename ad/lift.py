@@ -111,15 +111,17 @@ class Copier:
     line code with the template's primitives, params, avals and literals bound as constants
     writes an instance in a third fewer instructions than mapping each operand through a dict.
 
-    ``fwd(ops, outputs, n, source, eqns) -> (outs, local, n)`` appends the primal body's equations
-    on the joint operands ``ops`` (new variables numbered from ``n``; an output the rule did not
-    compute, an operand or a constant, gets a ``positive`` equation of its own, so that it has a
-    cotangent of its own, a variable like the primal equation's ``outputs``) and returns the joint outputs, the joint values of ``local_vars`` and
-    the next number; ``bwd(local, cts, n, source, eqns) -> (grads, n)`` appends the pullback's on
-    the output cotangents ``cts``. Equations are stamped with the instance's origins and
-    ``source`` (else the template's). ``source`` is the code."""
+    ``fwd(ops, outputs, n, source, eqns) -> (outs, local, n)`` appends the primal body's
+    equations on the joint operands ``ops``, new variables numbered from ``n`` (an output the
+    rule did not compute, an operand or a constant, gets a ``positive`` equation, so that it has
+    a cotangent of its own: a variable like the primal equation's ``outputs``), and returns the
+    joint outputs, the joint values the pullback may read and the next number;
+    ``bwd(local, cts, n, source, eqns) -> (grads, n)`` appends the pullback's on the output
+    cotangents ``cts``. Equations are stamped with the instance's origins and ``source`` (else
+    the template's). ``source`` is the code."""
 
     def __init__(self, lifted: "LiftedRule"):
+        self.rule = lifted.prim.name
         self.constants: dict = {"Var": Var, "Eqn": Eqn, "Origin": Origin}
         self.names: dict = {}            # template variable (or literal operand) -> identifier
         args = [self._name(a, "a") for a in lifted.args]
@@ -139,7 +141,6 @@ class Copier:
         fwd += [f"    eqns.append(Eqn({self._constant(positive_p, 'P')}, ({x},), (), (p{k},), source, o))"
                 for k, (x, _) in enumerate(extra)]
         local = args + made + [f"p{k}" for k in range(len(extra))]
-        self.local_vars = tuple(lifted.args) + tuple(lifted.defined[0])
         fwd.append(f"    return [{', '.join(outs)}], {self._tuple(local)}, n + {len(made) + len(extra)}")
         bwd = ["def bwd(local, cts, n, source, eqns):", *self._unpack(local, "local"),
                *self._unpack([self._name(c, "c") for c in lifted.cts], "cts")]
@@ -162,7 +163,12 @@ class Copier:
     def _ref(self, x) -> str:
         """An operand: a named template value, else a literal (bound as a constant)."""
         name = self.names.get(x)
-        return name if name is not None else self._constant(x, "L")
+        if name is not None:
+            return name
+        if type(x) is Var:      # a variable the template does not define: never a constant
+            raise TraceError(f"the rule of {self.rule} reads {x!r}, a variable its template does not "
+                             "define (a value of another trace?)")
+        return self._constant(x, "L")
 
     def _constant(self, value, stem: str) -> str:
         name = f"{stem}{len(self.constants)}"
@@ -180,8 +186,9 @@ class Copier:
         for t in eqns:
             source = f"source or {self._constant(t.source, 'S')}" if t.source is not None else "source"
             stamp = project if project and t.origin.kind == "project" else origin
-            lines.append(f"    eqns.append(Eqn({self._constant(t.prim, 'P')}, {self._tuple(map(self._ref, t.inputs))}, "
-                         f"{self._constant(t.params, 'Q')}, {self._tuple(map(self._ref, t.outputs))}, {source}, {stamp}))")
+            ins, outs = self._tuple(map(self._ref, t.inputs)), self._tuple(map(self._ref, t.outputs))
+            lines.append(f"    eqns.append(Eqn({self._constant(t.prim, 'P')}, {ins}, {self._constant(t.params, 'Q')}, "
+                         f"{outs}, {source}, {stamp}))")
         return lines
 
     @staticmethod

@@ -5,9 +5,12 @@ the ad.nn spec table, and lists every primitive that falls back (or that nothing
 a regression names all the culprits at once. Rules that also appear inside pullbacks are lifted
 again by taking second derivatives."""
 import numpy as np
+import pytest
 
 import ad
-from ad.lift import _CACHE, clear_cache
+from ad.errors import TraceError
+from ad.lift import _CACHE, LiftedRule, clear_cache
+from ad.tape import Aval, Eqn, Var
 from ad.samples import draw
 from cases import CASES, floats, leaves, weighted, weights
 from nn.nn_specs import CASES as NN_CASES
@@ -109,3 +112,15 @@ def test_an_instance_is_written_by_its_templates_compiled_copier():
     np.testing.assert_allclose(gx, cx, rtol=1e-12)
     np.testing.assert_allclose(gy, cy, rtol=1e-12)
     np.testing.assert_allclose(gx, -np.sin(np.sin(x)) * np.cos(x) * 2.0 * 2.0 * y, rtol=1e-12)
+
+
+def test_a_copier_refuses_a_template_that_reads_a_variable_it_does_not_define():
+    """A template variable must come from the operands, the primal body, the cotangents or the
+    pullback: one from anywhere else (another trace's) is refused, never baked in as a constant."""
+    aval = Aval((2,), np.dtype(np.float64))
+    x, y, ct, g, foreign = (Var(k, aval) for k in range(5))
+    mul = ad.REGISTRY["multiply"]
+    lifted = LiftedRule(mul, (x,), (Eqn(mul, (x, x), (), (y,)),), (y,), (ct,),
+                        (Eqn(mul, (ct, foreign), (), (g,)),), (g,))
+    with pytest.raises(TraceError, match="does not define"):
+        lifted.copier
