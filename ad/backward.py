@@ -228,6 +228,10 @@ class _Templates:
 
 
 class _Builder:
+    """The gradient tape's equations as they are written, and the next variable's number
+    (templates write theirs through ``lift.Copier``; ``rename`` and ``copy`` inline an overload's
+    pullback, ``backpropagate``)."""
+
     def __init__(self):
         self.count = 0                 # the next variable's number
         self.eqns: list = []
@@ -243,7 +247,7 @@ class _Builder:
         """New variables, numbered in order, for the template variables ``defined`` (``sub``
         maps them to the new ones)."""
         n = self.count
-        for v in defined:         # (a template defines one or two: a loop beats zip and map)
+        for v in defined:
             sub[v] = Var(n, v.aval)
             n += 1
         self.count = n

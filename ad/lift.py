@@ -58,11 +58,6 @@ class LiftedRule:
         return {x: x for e in self.fwd + self.bwd for x in e.inputs if type(x) is Lit}
 
     @functools.cached_property
-    def computes_outputs(self) -> bool:
-        """Whether every output is a variable of its primal body (not an operand, not a literal)."""
-        return all(type(o) is Var and o not in self.args for o in self.outs)
-
-    @functools.cached_property
     def projects(self) -> bool:
         """Whether the pullback projects a cotangent (some equations have origin "project")."""
         return any(e.origin.kind == "project" for e in self.bwd)
