@@ -36,6 +36,17 @@ def test_the_shim_maps_autograd_onto_numpy_and_ad():
 
 
 def test_the_shims_check_grads_catches_a_wrong_rule_like_autograds():
+    # check_grads projects on random directions, as autograd's does: a 0.05 % error in the rule is
+    # caught unless the directions' product is below 1e-3 (about one draw in 200), so they are seeded.
+    state = np.random.get_state()
+    np.random.seed(0)
+    try:
+        _check_grads_catches_a_wrong_rule()
+    finally:
+        np.random.set_state(state)
+
+
+def _check_grads_catches_a_wrong_rule():
     with installed():
         from autograd.extend import defvjp, primitive
 
