@@ -129,7 +129,7 @@ LAYERS = {
     "machinery primitives": ("ad.core_prims",),
     "tracing": ("ad.dispatch", "ad.tracer"),
     "rule library": ("ad.lib.", "ad.nn.", "ad.scipy."),
-    "transformations": ("ad.lift", "ad.backward", "ad.closure", "ad.passes", "ad.codegen",
+    "transformations": ("ad.lift", "ad.backward", "ad.closure", "ad.passes", "ad.codegen", "ad.reroll",
                         "ad.cache", "ad.api", "ad.transpose", "ad.forward", "ad.jacobians",
                         "ad.scipy.integrate", "ad.fused"),
     "consumers": ("ad.serialize", "ad.onnx", "ad.checks", "ad.examples", "ad.nn.examples", "ad.lib.coverage"),

@@ -1,0 +1,224 @@
+"""Loops in the compiled code of long tapes (``ad.reroll``): the lines of an unrolled Python loop,
+written back as a loop, must compute the same bits as the lines themselves, and only lines that
+repeat but for register numbers and the ``%N`` of their comments are rolled (a constant's name,
+a literal, a string never changes from one step to the next)."""
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import ad
+from ad import codegen, reroll
+from ad.codegen import compile_tape
+from ad.passes import optimize
+from bench.workloads import chain_loss_for
+
+
+def _lines_function(body: list[str], namespace: dict):
+    source = "def f(v0):\n" + "\n".join(body) + "\n"
+    exec(source, namespace)                       # noqa: S102  (the test's own code)
+    return namespace["f"]
+
+
+def _rolled(body: list[str], taken=(), steps: int = 2, lines: int = 2) -> list[str]:
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(reroll, "MIN_STEPS", steps)
+        m.setattr(reroll, "MIN_LINES", lines)
+        return reroll.reroll(body, taken)
+
+
+def _same_function(body: list[str], namespace: dict, arg=1.5):
+    rolled = _rolled(body)
+    got = _lines_function(rolled, dict(namespace))(arg)
+    want = _lines_function(body, dict(namespace))(arg)
+    assert got == want, "\n".join(rolled)
+    return rolled
+
+
+# -- the text ----------------------------------------------------------------------------------
+
+def test_a_run_of_stepping_registers_is_a_loop_over_a_list_of_them():
+    body = ["    r0 = v0 * 1.0  # %1"] + [f"    r{k} = r{k - 1} * 0.5 + 1.0  # %{2 * k + 1}" for k in range(1, 40)]
+    body += ["    r40 = r39 + r0  # %80"] + [f"    r40 = r40 * 0.9 - r{k}  # %{100 - k}" for k in range(39, -1, -1)]
+    body += ["    return (r40, r7)"]
+    rolled = _same_function(body, {})
+    assert rolled[0].startswith("    r = [None] * 40")
+    assert "    for i in range(1, 40):  # 39 steps of 1 line" in rolled
+    assert "        r[i] = r[i - 1] * 0.5 + 1.0  # %{2 * i + 1}" in rolled
+    assert "    for i in range(39, -1, -1):  # 40 steps of 1 line" in rolled
+    assert "        r40 = r40 * 0.9 - r[i]  # %{100 - i}" in rolled
+    assert "    return (r40, r[7])" in rolled and "    r40 = r[39] + r[0]  # %80" in rolled
+    assert len(rolled) == 8
+
+
+def test_a_body_of_several_lines_and_strides_that_do_not_divide():
+    body = ["    r0 = v0"]
+    for k in range(30):
+        body += [f"    r{2 * k + 1} = r{2 * k} * 0.5  # %{3 * k}",
+                 f"    r{2 * k + 2} = r{2 * k + 1} + r{2 * k} * 0.25  # %{3 * k + 1}: pullback of %{5 * k + 7} (x)"]
+    body.append("    return (r60, r31)")
+    rolled = _same_function(body, {})
+    assert rolled[2:5] == [                       # i runs over the first register; 3 and 5 against 2: //
+        "    for i in range(1, 61, 2):  # 30 steps of 2 lines",
+        "        r[i] = r[i - 1] * 0.5  # %{0 + 3 * ((i - 1) // 2)}",
+        "        r[i + 1] = r[i] + r[i - 1] * 0.25  # %{1 + 3 * ((i - 1) // 2)}: pullback of %{7 + 5 * ((i - 1) // 2)} (x)"]
+
+
+def test_names_and_literals_with_digits_never_step():
+    """``c3``, ``c4``, ... are different constants, ``x[3]``, ``x[4]`` different elements: a run
+    whose other digits change is not a loop."""
+    namespace = {f"c{k}": float(k) for k in range(50)}
+    body = ["    r0 = v0"] + [f"    r{k} = r{k - 1} * c{k}" for k in range(1, 50)] + ["    return (r49,)"]
+    assert not any(line.lstrip().startswith("for ") for line in _same_function(body, namespace))
+    body = ["    r0 = v0"] + [f"    r{k} = r{k - 1} * x[{k}] + np.float64({k}.5)" for k in range(1, 50)]
+    body.append("    return (r49,)")
+    namespace = {"np": np, "x": [0.5 + k / 100 for k in range(50)]}
+    assert not any(line.lstrip().startswith("for ") for line in _same_function(body, namespace))
+
+
+def test_lines_with_strings_are_never_rolled_and_keep_their_strings():
+    body = ["    r0 = v0"] + [f"    r{k} = r{k - 1} * 0.5  # %{k}" for k in range(1, 40)]
+    body += [f"    r40 = g(r{k}, 'r{k} %{k}  # r{k}')" for k in range(39, 0, -1)] + ["    return (r40,)"]
+    seen = []
+    rolled = _same_function(body, {"g": lambda x, text: seen.append(text) or x})
+    assert sum(line.lstrip().startswith("for ") for line in rolled) == 1
+    assert "    r40 = g(r[39], 'r39 %39  # r39')" in rolled          # the register, not the string
+    assert seen[:2] == ["r39 %39  # r39", "r38 %38  # r38"]
+
+
+def test_deleted_slots_are_emptied():
+    body = ["    r0 = v0"] + [f"    r{k} = r{k - 1} + 1.0\n    del r{k - 1}" for k in range(1, 30)]
+    body = "\n".join(body).split("\n") + ["    return (r29,)"]
+    rolled = _same_function(body, {})
+    assert "        r[i - 1] = None" in rolled, rolled
+
+
+def test_a_loop_needs_its_names_free():
+    body = ["    r0 = v0"] + [f"    r{k} = r{k - 1} * 0.5" for k in range(1, 40)] + ["    return (r39,)"]
+    assert _rolled(body, taken={"r": None}) == body and _rolled(body, taken={"i": None}) == body
+    assert _rolled(body) != body
+    assert _rolled(body, steps=40) == body                      # 38 steps: fewer than asked for
+    assert reroll.reroll(body, {}) == body                      # 40 lines: too few to be worth it
+
+
+# -- through the compiler -----------------------------------------------------------------------
+
+def _unrolled(tape):
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(reroll, "MIN_LINES", 10 ** 9)
+        return compile_tape(tape)
+
+
+def _assert_same_bits(a, b, args, where):
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        got, want = a(*args), b(*args)
+    for g, w in zip(np.atleast_1d(got[0]).ravel(), np.atleast_1d(want[0]).ravel()):
+        assert np.array_equal(g, w, equal_nan=True), where
+    for g, w in zip(got[1], want[1]):
+        assert np.array_equal(g, w, equal_nan=True) and np.array_equal(np.signbit(g), np.signbit(w)), where
+
+
+def test_the_long_chain_is_two_loops():
+    x = np.linspace(-1, 1, 16)
+    tape = optimize(ad.grad_tape(chain_loss_for(np, 2_000), x))
+    rolled = compile_tape(tape)
+    loops = [line for line in rolled.source.splitlines() if line.lstrip().startswith("for i in range(")]
+    assert len(loops) == 2 and len(rolled.source.splitlines()) < 20, rolled.source
+    _assert_same_bits(rolled, _unrolled(tape), (x,), "chain")
+    g = ad.grad(chain_loss_for(np, 2_000), form="compiled")
+    np.testing.assert_array_equal(g(x), ad.grad(chain_loss_for(np, 2_000), form="lifted")(x))
+
+
+def test_scalar_code_is_never_rolled():
+    def f(x):
+        for _ in range(1000):
+            x = np.tanh(x) * 0.5
+        return x
+    compiled = compile_tape(optimize(ad.grad_tape(f, 0.3)))
+    assert compiled.scalar and " for " not in compiled.source
+    assert " for i in range(" in compile_tape(compiled.tape, scalar=False).source
+
+
+def test_large_values_die_in_a_loop():
+    def f(x):
+        for _ in range(300):
+            x = np.sin(x) * 0.9 + x * 0.05
+        return np.sum(x * x)
+    x = np.linspace(-1, 1, 120 * 120).reshape(120, 120)       # 115 kB: deleted after its last read
+    tape = optimize(ad.grad_tape(f, x))
+    rolled = compile_tape(tape)
+    assert " for i in range(" in rolled.source and "= None" in rolled.source, rolled.source
+    _assert_same_bits(rolled, _unrolled(tape), (x,), "large")
+
+
+UNARY = ["np.sin({a})", "np.exp({a} * 0.25)", "-{a}", "{a} ** 2", "np.abs({a})", "1.0 / (1.0 + {a} * {a})",
+         "np.tanh({a}) * 0.5", "np.sqrt({a} * {a} + 1.0)"]
+BINARY = ["{a} + {b}", "{a} - {b}", "{a} * ({b} + 0.5)", "{a} / ({b} * {b} + 1.0)", "np.maximum({a}, {b} * 0.5)",
+          "np.where({a} > {b}, {a} - {b}, {b} * 2.0)", "-({a} * {b})", "{a} @ {b} * 0.1"]
+body_step = st.tuples(st.sampled_from(UNARY + BINARY), st.integers(0, 9), st.integers(0, 9))
+loop_program = st.tuples(st.lists(body_step, min_size=1, max_size=4), st.integers(2, 40), st.booleans(),
+                         st.integers(0, 2 ** 31))
+
+
+def _loop_function(steps, n, rotate):
+    """``a, b`` carried through ``n`` steps of a random body (rotated, or the last value fed back)."""
+    lines, pool = [], ["a", "b"]
+    for k, (text, i, j) in enumerate(steps):
+        lines.append(f"        t{k} = {text.format(a=pool[i % len(pool)], b=pool[j % len(pool)])}")
+        pool.append(f"t{k}")
+    carry = f"a, b = {pool[-1]}, a" if rotate else f"a = {pool[-1]}"
+    source = ("def f(x0, x1):\n    a, b = x0, x1\n" + f"    for _ in range({n}):\n" + "\n".join(lines)
+              + f"\n        {carry}\n    return np.sum(a * b)\n")
+    namespace = {"np": np}
+    exec(source, namespace)                       # noqa: S102  (the test's own code)
+    return namespace["f"], source
+
+
+@settings(max_examples=60, deadline=None)
+@given(loop_program)
+def test_random_loops_roll_to_the_same_bits(drawn):
+    """Random loop bodies, rolled as eagerly as possible (two steps make a loop), against the
+    same code unrolled and against the one-line-per-equation code."""
+    steps, n, rotate, seed = drawn
+    f, source = _loop_function(steps, n, rotate)
+    rng = np.random.default_rng(seed)
+    xs = [rng.standard_normal((3, 3)), rng.standard_normal((3, 3))]
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        tape = optimize(ad.grad_tape(f, *xs, argnums=(0, 1)))
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(codegen, "LONG", 0)
+        m.setattr(reroll, "MIN_STEPS", 2)
+        m.setattr(reroll, "MIN_LINES", 2)
+        rolled = compile_tape(tape)
+        m.setattr(reroll, "MIN_LINES", 10 ** 9)
+        unrolled = compile_tape(tape)
+        m.setattr(codegen, "LONG", 10 ** 9)
+        one_per_line = compile_tape(tape)
+    _assert_same_bits(rolled, unrolled, xs, source + rolled.source)
+    _assert_same_bits(rolled, one_per_line, xs, source + rolled.source)
+
+
+def test_most_random_loops_do_roll():
+    """The property above would hold if nothing were ever rolled: most loops of 20 steps are
+    (62 % to 80 % of 40 programs, by the seed; a register reused out of step, or a step that
+    differs, keeps the lines)."""
+    rng = np.random.default_rng(0)
+    rolled_count, programs = 0, 40
+    for _ in range(programs):
+        steps = [(str(rng.choice(UNARY + BINARY)), int(rng.integers(10)), int(rng.integers(10)))
+                 for _ in range(int(rng.integers(1, 5)))]
+        f, _ = _loop_function(steps, 20, bool(rng.integers(2)))
+        xs = [rng.standard_normal((3, 3)), rng.standard_normal((3, 3))]
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            tape = optimize(ad.grad_tape(f, *xs, argnums=(0, 1)))
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(codegen, "LONG", 0)
+            m.setattr(reroll, "MIN_STEPS", 8)
+            m.setattr(reroll, "MIN_LINES", 8)
+            source = compile_tape(tape).source
+        rolled_count += "for i in range(" in source or "for _ in range(" in source
+    assert rolled_count >= 0.5 * programs, rolled_count
