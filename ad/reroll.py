@@ -22,6 +22,7 @@ floats, 50 ns an operation) is never rolled.
 """
 from __future__ import annotations
 
+import operator
 import re
 
 MAX_PERIOD = 12       # the longest loop body looked for, in lines
@@ -31,7 +32,8 @@ MIN_LINES = 400       # the fewest lines worth a loop (about 4 ms of Python's co
 _REGISTER = re.compile(r"\br(\d+)\b")
 _DIGITS = re.compile(r"\d+")
 _STRING = re.compile(r"""('(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")""")
-_NO_DIGITS = str.maketrans("", "", "0123456789")
+_REGISTER_NUMBERS = re.compile(r"r\d+")     # (and a name's digits after an r: _tokens tells them apart)
+_TAPE_NUMBERS = re.compile(r"%\d+")
 _COMMENT = "  # "
 _INDENT = "    "
 _REG, _MARK, _TEXT = "register", "mark", "text"      # what a line's digits are
@@ -40,11 +42,12 @@ _REG, _MARK, _TEXT = "register", "mark", "text"      # what a line's digits are
 def reroll(lines: list[str], taken) -> list[str]:
     """The body lines of a generated function (after its ``def`` line), with the runs of
     repeated lines written as loops. ``taken``: the function's global names (a loop needs
-    ``r`` and ``i`` free). Lines that repeat but for their digits are found on the whole text
-    at once (``str.translate``); only a run's numbers are then read, and checked with numpy."""
-    if len(lines) < MIN_LINES or "r" in taken or "i" in taken:
+    ``r`` and ``i`` free, and no global named like a register). Lines that repeat but for
+    their register and tape numbers are found on the whole text at once (two regular
+    expressions); only the lines of a run are then read, against the text its loop writes."""
+    if len(lines) < MIN_LINES or "r" in taken or "i" in taken or any(map(_REGISTER.fullmatch, taken)):
         return lines
-    keys = "\n".join(lines).translate(_NO_DIGITS).split("\n")
+    keys = _TAPE_NUMBERS.sub("%", _REGISTER_NUMBERS.sub("r", "\n".join(lines))).split("\n")
     if len(keys) != len(lines):
         return lines
     runs = list(_runs(lines, keys))
@@ -77,30 +80,31 @@ class _Run:
 
 
 def _runs(lines: list[str], keys: list[str]):
-    """The runs worth a loop, in order, none overlapping: from each line, the shortest body
-    that repeats enough (a longer one that repeats is made of it, or repeats fewer times)."""
-    i, n = 0, len(lines)
-    while i < n:
-        run = None
-        for period in range(1, min(MAX_PERIOD, (n - i) // 2) + 1):
-            pattern = keys[i:i + period]
-            if pattern != keys[i + period:i + 2 * period]:
+    """The runs worth a loop, in order, none overlapping. The stretches where the patterns
+    repeat with a period p are found for each p at once (a byte per line, a regular
+    expression over them); a stretch is then read from its start, and on from where a run or
+    a failed one ends; the shortest period first (a longer one that repeats is made of it, or
+    repeats fewer times)."""
+    stretches = []
+    for period in range(1, MAX_PERIOD + 1):
+        same = bytes(map(operator.eq, keys, keys[period:]))     # line x's pattern is line x + p's
+        least = max(MIN_STEPS * period, MIN_LINES) - period
+        if least <= len(same):
+            stretches += [(m.start(), m.end() + period, period)
+                          for m in re.finditer(b"\x01{%d,}" % least, same)]
+    at = 0                                  # the lines before ``at`` are written
+    for start, end, period in sorted(stretches, key=lambda s: (s[0], s[2])):
+        start = max(start, at)
+        while (end - start) // period >= MIN_STEPS and end - start >= MIN_LINES:
+            if any(not k.strip() or k.lstrip()[0] == "#" or "'" in k or '"' in k
+                   for k in keys[start:start + period]):
+                start += 1                  # a comment line, or a string: never rolled
                 continue
-            k = i + 2 * period
-            while keys[k:k + period] == pattern:
-                k += period
-            if (k - i) // period < MIN_STEPS or k - i < MIN_LINES:
-                continue
-            if any(not p.strip() or p.lstrip().startswith("#") or "'" in p or '"' in p for p in pattern):
-                break                       # a comment line, or a string: never rolled
-            run = _stepping(lines, i, period, (k - i) // period)
+            run, reach = _stepping(lines, start, period, (end - start) // period)
             if run is not None:
-                break
-        if run is None:
-            i += 1
-            continue
-        yield run
-        i += run.period * run.steps
+                yield run
+                at = reach
+            start = reach
 
 
 def _tokens(line: str) -> list[tuple[str, str, int]]:
@@ -122,17 +126,26 @@ def _tokens(line: str) -> list[tuple[str, str, int]]:
     return out
 
 
-def _stepping(lines: list[str], start: int, period: int, steps: int) -> _Run | None:
+def _stepping(lines: list[str], start: int, period: int, steps: int) -> tuple[_Run | None, int]:
     """The run of ``period`` lines from ``start``, at most ``steps`` times, as long as each
-    register and ``%N`` steps by the same amount each time and all other digits stay; None if
-    that is not worth a loop. The first two steps give the steps; the others are checked
-    against the text the loop's body writes at each of them."""
-    body, second = lines[start:start + period], lines[start + period:start + 2 * period]
-    tokens = [t for line in body for t in _tokens(line)]
-    then = [t for line in second for t in _tokens(line)]
-    if len(then) != len(tokens) or any(
-            k != k2 or (k is _TEXT and t != t2) for (k, t, _), (k2, t2, _) in zip(tokens, then)):
-        return None
+    register and ``%N`` steps by the same amount each time and all other digits stay (None if
+    that is not worth a loop), and the line where that stops. The first two steps give the
+    steps; every step is then checked against the text the loop's body writes at it."""
+    body = lines[start:start + period]
+    if steps >= 3:                          # the first three steps' digits, as text: a cheap test first
+        first, second, third = (list(map(int, _DIGITS.findall("\n".join(lines[k:k + period]))))
+                                for k in range(start, start + 3 * period, period))
+        if len(first) != len(third) or list(map(operator.sub, second, first)) != \
+                list(map(operator.sub, third, second)):
+            return None, start + 3 * period
+    tokens, then = [], []
+    for j in range(start, start + period):
+        now, nxt = _tokens(lines[j]), _tokens(lines[j + period])
+        if len(now) != len(nxt) or any(k != k2 or (k is _TEXT and t != t2)
+                                       for (k, t, _), (k2, t2, _) in zip(now, nxt)):
+            return None, j + 1          # no run of this period holds both lines j and j + period
+        tokens += now
+        then += nxt
     deltas = [x2 - x for (_, _, x), (_, _, x2) in zip(tokens, then)]
     pieces, columns = [], []
     parts = _DIGITS.split("\n".join(body))
@@ -145,14 +158,19 @@ def _stepping(lines: list[str], start: int, period: int, steps: int) -> _Run | N
             pieces.append(text)
     pieces.append(parts[-1].replace("{", "{{").replace("}", "}}"))
     template = "".join(pieces).format
-    written = list(map(template, *columns)) if columns else [template()] * steps
-    done = steps
-    if "\n".join(written) != "\n".join(lines[start:start + period * steps]):
-        done = next(k for k in range(steps)
-                    if written[k] != "\n".join(lines[start + k * period:start + (k + 1) * period]))
+    done, chunk = 0, 4                      # steps checked; the next ones in chunks that double
+    while done < steps:
+        upto = min(steps, done + chunk)
+        written = list(map(template, *(c[done:upto] for c in columns))) if columns else [template()] * (upto - done)
+        have = lines[start + done * period:start + upto * period]
+        if "\n".join(written) != "\n".join(have):
+            done += next(k for k, text in enumerate(written)
+                         if text != "\n".join(have[k * period:(k + 1) * period]))
+            break
+        done, chunk = upto, 2 * chunk
     if done < MIN_STEPS or done * period < MIN_LINES:
-        return None
-    return _Run(start, period, done, body, tokens, deltas)
+        return None, start + (done + 1) * period
+    return _Run(start, period, done, body, tokens, deltas), start + done * period
 
 
 def _named(n: int, listed: set[int]) -> str:

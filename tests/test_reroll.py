@@ -222,3 +222,20 @@ def test_most_random_loops_do_roll():
             source = compile_tape(tape).source
         rolled_count += "for i in range(" in source or "for _ in range(" in source
     assert rolled_count >= 0.5 * programs, rolled_count
+
+
+def test_a_long_stretch_that_is_not_a_loop_is_read_once(monkeypatch):
+    """Lines alike but for a constant's name (a loop over a list of arrays): never a loop, and
+    each line read a bounded number of times, not once from each line before it."""
+    calls = []
+    tokens = reroll._tokens
+    monkeypatch.setattr(reroll, "_tokens", lambda line: calls.append(line) or tokens(line))
+    body = ["    r0 = v0"] + [f"    r{k} = r{k - 1} * c{k}" for k in range(1, 5000)] + ["    return (r4999,)"]
+    assert reroll.reroll(body, {}) == body
+    assert len(calls) <= 2 * len(body), len(calls)
+    namespace = {f"c{k}": 1.0 + 1e-4 * k for k in range(5000)}
+    body = ["    r0 = v0"] + [f"    r{k} = r{k - 1} * c{k % 7}" for k in range(1, 5000)] + ["    return (r4999,)"]
+    calls.clear()
+    rolled = _same_function(body, namespace)               # a loop of 7 lines, c0 ... c6
+    assert "    for i in range(1, 4999, 7):  # 714 steps of 7 lines" in rolled, rolled[:4]
+    assert len(calls) <= 2 * len(body), len(calls)
