@@ -176,18 +176,21 @@ def _loop_function(steps, n, rotate):
     return namespace["f"], source
 
 
+def _loop_tape(steps, n, rotate, rng):
+    f, source = _loop_function(steps, n, rotate)
+    xs = [rng.standard_normal((3, 3)), rng.standard_normal((3, 3))]
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return optimize(ad.grad_tape(f, *xs, argnums=(0, 1))), xs, source
+
+
 @settings(max_examples=60, deadline=None)
 @given(loop_program)
 def test_random_loops_roll_to_the_same_bits(drawn):
     """Random loop bodies, rolled as eagerly as possible (two steps make a loop), against the
     same code unrolled and against the one-line-per-equation code."""
     steps, n, rotate, seed = drawn
-    f, source = _loop_function(steps, n, rotate)
-    rng = np.random.default_rng(seed)
-    xs = [rng.standard_normal((3, 3)), rng.standard_normal((3, 3))]
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        tape = optimize(ad.grad_tape(f, *xs, argnums=(0, 1)))
+    tape, xs, source = _loop_tape(steps, n, rotate, np.random.default_rng(seed))
     with pytest.MonkeyPatch.context() as m:
         m.setattr(codegen, "LONG", 0)
         m.setattr(reroll, "MIN_STEPS", 2)
@@ -210,11 +213,7 @@ def test_most_random_loops_do_roll():
     for _ in range(programs):
         steps = [(str(rng.choice(UNARY + BINARY)), int(rng.integers(10)), int(rng.integers(10)))
                  for _ in range(int(rng.integers(1, 5)))]
-        f, _ = _loop_function(steps, 20, bool(rng.integers(2)))
-        xs = [rng.standard_normal((3, 3)), rng.standard_normal((3, 3))]
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            warnings.simplefilter("ignore")
-            tape = optimize(ad.grad_tape(f, *xs, argnums=(0, 1)))
+        tape, _, _ = _loop_tape(steps, 20, bool(rng.integers(2)), rng)
         with pytest.MonkeyPatch.context() as m:
             m.setattr(codegen, "LONG", 0)
             m.setattr(reroll, "MIN_STEPS", 8)
