@@ -96,15 +96,21 @@ def _runs(lines: list[str], keys: list[str]):
     for start, end, period in sorted(stretches, key=lambda s: (s[0], s[2])):
         start = max(start, at)
         while (end - start) // period >= MIN_STEPS and end - start >= MIN_LINES:
-            if any(not k.strip() or k.lstrip()[0] == "#" or "'" in k or '"' in k
-                   for k in keys[start:start + period]):
-                start += 1                  # a comment line, or a string: never rolled
+            if not all(_rollable(k) for k in keys[start:start + period]):
+                start += 1
                 continue
             run, reach = _stepping(lines, start, period, (end - start) // period)
             if run is not None:
                 yield run
                 at = reach
             start = reach
+
+
+def _rollable(key: str) -> bool:
+    """Is a line of this pattern one a loop may hold: a statement of the function's body (not
+    a comment, not a block of its own), with no string."""
+    return key.startswith(_INDENT) and key[4:5] not in ("", " ", "#") and not key.endswith(":") \
+        and "'" not in key and '"' not in key
 
 
 def _tokens(line: str) -> list[tuple[str, str, int]]:

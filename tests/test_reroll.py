@@ -238,3 +238,12 @@ def test_a_long_stretch_that_is_not_a_loop_is_read_once(monkeypatch):
     rolled = _same_function(body, namespace)               # a loop of 7 lines, c0 ... c6
     assert "    for i in range(1, 4999, 7):  # 714 steps of 7 lines" in rolled, rolled[:4]
     assert len(calls) <= 2 * len(body), len(calls)
+
+
+def test_only_statements_of_the_body_are_rolled():
+    """The generated code has no blocks; if it had, a loop's body could start inside one."""
+    body = ["    r0 = v0"]
+    for k in range(1, 40):
+        body += [f"    if r{k - 1} > 0.0:", f"        r{k} = r{k - 1} * 0.5", "    else:", f"        r{k} = r{k - 1} + 1.0"]
+    body.append("    return (r39,)")
+    assert _rolled(body) == body
