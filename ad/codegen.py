@@ -245,6 +245,9 @@ def _literal_sources(e, args: list, spelling: "_Spelling", ns: _Namespace) -> No
     array = floats and ns.compact and e.outputs[0].aval.shape != ()
     for k, x in enumerate(args):
         if type(x) is Lit:
+            if ns.scalar and type(x.value) is int and e.outputs[0].aval.dtype == F64:
+                args[k] = repr(float(x.value))     # numpy's 0.0: a where's 0 would stay an int, -0 is 0
+                continue
             if type(x.value) not in _FLOATS:
                 args[k] = ns.literals[x] = _operand_src(x, ns)     # the same in every equation
                 continue

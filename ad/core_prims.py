@@ -23,15 +23,16 @@ from .trace_state import Traced
 # -- elementwise -------------------------------------------------------------------------------
 
 add_p = Primitive("add", np.add, function=np.add, elementwise=True, linear_in=(0, 1),
-                  spelling="{0} + {1}", scalar_spelling="{0} + {1}", complex_rule=True,
+                  spelling="{0} + {1}", scalar_spelling="{0} + {1}", complex_rule=True, correctly_rounded=True,
                   samples=(Sample((F, Y), shapes=BINARY),))
 positive_p = Primitive("positive", np.positive, function=np.positive, elementwise=True, linear_in=(0,),
-                       scalar_spelling="+{0}", complex_rule=True, samples=(Sample((F,)),))
+                       scalar_spelling="+{0}", complex_rule=True, correctly_rounded=True,
+                       samples=(Sample((F,)),))
 scalar_rule(add_p, 1, 1)
 scalar_rule(positive_p, 1)
 
 astype_p = Primitive("astype", lambda x, dtype: np.asarray(x).astype(dtype), params=("dtype",),
-                     elementwise=True, linear_in=(0,), complex_rule=True,
+                     elementwise=True, linear_in=(0,), complex_rule=True, correctly_rounded=True,
                      samples=(Sample((F,), {"dtype": F32}, dtypes=(F64,)), Sample((F,), {"dtype": F64}, dtypes=(F32,))))
 # project() casts back to x's dtype. Complex to real keeps the real part (numpy, with a
 # ComplexWarning), so g passes as Re z's does; real to complex is x + 0i, whose real operand
@@ -71,7 +72,7 @@ transpose_p = Primitive("transpose", lambda x, axes: np.transpose(x, axes), para
                         samples=(Sample((M34,), {"axes": (1, 0)}, MATRIX),))
 broadcast_to_p = Primitive("broadcast_to", lambda x, shape: np.broadcast_to(x, shape),
                            params=("shape",), function=np.broadcast_to, linear_in=(0,),
-                           returns_view=_always, complex_rule=True,
+                           returns_view=_always, complex_rule=True, correctly_rounded=True,
                            samples=(Sample((In((3, 1)),), {"shape": (2, 3, 4)}, MATRIX),))
 linear_rule(reshape_p, lambda dy, x, shape: np.reshape(dy, x.shape))
 linear_rule(transpose_p, lambda dy, x, axes: np.transpose(dy, _unpermute(axes)))

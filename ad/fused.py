@@ -64,7 +64,7 @@ _UFUNC_SPELLINGS = {
     np.floor: "floor({0})", np.ceil: "ceil({0})", np.trunc: "trunc({0})", np.rint: "rint({0})",
     np.fmax: "fmax({0}, {1})", np.fmin: "fmin({0}, {1})",
     np.maximum: "{0} >= {1} || isnan({0}) ? {0} : {1}", np.minimum: "{0} <= {1} || isnan({0}) ? {0} : {1}",
-    np.sign: "{0} > 0 ? 1.0 : {0} < 0 ? -1.0 : {0}",
+    np.sign: "{0} > 0 ? 1.0 : {0} < 0 ? -1.0 : {0} == 0 ? 0.0 : {0}",    # numpy's sign(-0.0) is 0.0
     np.less: "{0} < {1}", np.less_equal: "{0} <= {1}", np.greater: "{0} > {1}",
     np.greater_equal: "{0} >= {1}", np.equal: "{0} == {1}", np.not_equal: "{0} != {1}",
     np.logical_and: "{0} && {1}", np.logical_or: "{0} || {1}", np.logical_not: "!{0}",

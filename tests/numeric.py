@@ -1,8 +1,11 @@
-"""Central differences for tests that compare a gradient with the numbers (the library's own
-finite differences, ad.checks.fd, are for rules and report their error; this is the plain one)."""
+"""Numbers for tests: central differences for a gradient (the library's own finite differences,
+ad.checks.fd, are for rules and report their error; this is the plain one), and the comparison of a
+form's results with numpy's as docs/numerics.md promises them (bits or ulps, per primitive)."""
 from __future__ import annotations
 
 import numpy as np
+
+from ad.primitives import ULPS
 
 
 def fd_grad(f, x, eps=1e-6):
@@ -14,3 +17,32 @@ def fd_grad(f, x, eps=1e-6):
         d[i] = eps
         g[i] = (f(x + d) - f(x - d)) / (2 * eps)
     return g
+
+
+def ulps(got, want) -> np.ndarray:
+    """|got - want| in units in the last place of ``want`` (0 where both are nan or equal)."""
+    got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        same = (got == want) | np.isnan(got) & np.isnan(want)
+        return np.where(same, 0.0, np.abs(got - want) / np.spacing(np.abs(want)))
+
+
+def assert_as_promised(got, want, prim, where: str = "") -> None:
+    """``got``, a form's result for one equation of ``prim``, is numpy's ``want`` as the forms
+    promise (docs/numerics.md): the same nan-ness, inf and zero everywhere; numpy's bits (signs of
+    zero included) for a correctly rounded primitive (``prim.correctly_rounded``); within
+    ``ULPS`` of numpy's finite results otherwise (numpy's own paths disagree on some signs of
+    zero there: ``np.power(-0.0, 0.5)`` is -0.0 on a scalar exponent, +0.0 on an array)."""
+    g, w = np.asarray(got), np.asarray(want)
+    assert g.shape == w.shape, (where, prim, got, want)
+    if not np.issubdtype(w.dtype, np.floating):
+        assert np.array_equal(g, w), (where, prim, got, want)
+        return
+    assert np.array_equal(np.isnan(g), np.isnan(w)), (where, prim, got, want)
+    equal = (g == w) | np.isnan(w)
+    if prim.correctly_rounded:
+        assert equal.all() and np.array_equal(np.signbit(g[~np.isnan(w)]), np.signbit(w[~np.isnan(w)])), \
+            (where, f"{prim.name} is correctly rounded: numpy's bits expected", got, want)
+    else:
+        assert (equal | np.isfinite(w) & (ulps(g, w) <= ULPS)).all(), \
+            (where, f"{prim.name}: {np.max(ulps(g, w))} ulp from numpy (promised <= {ULPS})", got, want)

@@ -75,6 +75,17 @@ COMPLEX = {np.subtract, np.multiply, np.true_divide, np.power, np.float_power, n
            np.log10, np.log1p, np.sqrt, np.square, np.reciprocal, np.sin, np.cos, np.tan,
            np.arcsin, np.arccos, np.arctan, np.sinh, np.cosh, np.tanh, np.arcsinh, np.arccosh,
            np.arctanh}
+# The ufuncs whose results on real operands IEEE 754 fixes to the bit (correctly rounded arithmetic
+# and sqrt, comparisons, rounding to integers, sign manipulation, min/max, exact remainders):
+# every form must give numpy's bits. The others (exp, sin, pow, hypot...) are not correctly
+# rounded anywhere; the forms keep within ad.primitives.ULPS of numpy (docs/numerics.md).
+CORRECTLY_ROUNDED = {
+    np.subtract, np.multiply, np.true_divide, np.negative, np.sqrt, np.square, np.reciprocal,
+    np.absolute, np.fabs, np.copysign, np.sign, np.signbit, np.maximum, np.minimum, np.fmax, np.fmin,
+    np.floor, np.ceil, np.trunc, np.rint, np.remainder, np.fmod, np.floor_divide, np.divmod, np.modf,
+    np.frexp, np.ldexp, np.nextafter, np.spacing, np.heaviside, np.isnan, np.isinf, np.isfinite,
+    np.less, np.less_equal, np.greater, np.greater_equal, np.equal, np.not_equal,
+    np.logical_and, np.logical_or, np.logical_xor, np.logical_not}
 
 # -- sample inputs (ad.samples) and kinks -------------------------------------------------------
 INTEGERS = (-2.0, -1.0, 0.0, 1.0, 2.0)
@@ -163,7 +174,8 @@ def _ufunc_primitive(uf: np.ufunc) -> Primitive:
                                             multilinear_in=MULTILINEAR_IN.get(uf, ()),
                                             spelling=OPERATORS.get(uf), scalar_spelling=SCALAR_SPELLINGS.get(uf),
                                             samples=SAMPLES[uf],
-                                            kink=KINKS.get(uf), complex_rule=uf in COMPLEX)
+                                            kink=KINKS.get(uf), complex_rule=uf in COMPLEX,
+                                            correctly_rounded=uf in CORRECTLY_ROUNDED)
     UFUNCS[uf] = prim
     return prim
 
@@ -359,7 +371,7 @@ def _divmod_rule(a, b):
 # -- where, clip -------------------------------------------------------------------------
 
 where_p = Primitive("where", np.where, function=np.where, elementwise=True, linear_in=(1, 2),
-                    scalar_spelling="({1} if {0} else {2})", complex_rule=True,
+                    scalar_spelling="({1} if {0} else {2})", complex_rule=True, correctly_rounded=True,
                     samples=(Sample((In(kind="bool"), F, Y), shapes=BINARY),))
 
 
