@@ -288,7 +288,14 @@ def vjp(f, *args):
     >>> pullback(np.ones(3))
     (array([2., 2., 2.]),)
     """
-    primal, gt, fwd, bwd, grad_tree, slots = vjp_tapes(f, args, tuple(range(len(args))))
+    return _vjp(f, args)
+
+
+def _vjp(f, args, overloads: bool = True):
+    """``vjp``; ``overloads=False`` pulls back with the rules' pullbacks, not their overloads
+    (``backpropagate``): forward mode transposes a pullback with it, and a linear map has one
+    transpose."""
+    primal, gt, fwd, bwd, grad_tree, slots = vjp_tapes(f, args, tuple(range(len(args))), overloads)
     out = eval_tape(fwd, primal.flatten_args(args))      # tracers of an enclosing trace, if any
     n = gt.n_values
     residual_values = out[n:]
@@ -307,7 +314,7 @@ def vjp(f, *args):
     return y, pullback
 
 
-def vjp_tapes(f, args, argnums: tuple):
+def vjp_tapes(f, args, argnums: tuple, overloads: bool = True):
     """What ``vjp`` builds: the primal tape, its gradient tape seeded by an input cotangent, that
     split into forward (inputs -> outputs, residuals) and backward (residuals, cotangents ->
     gradients) tapes, the gradients' structure and slots (``jacrev`` caches them)."""
@@ -315,5 +322,5 @@ def vjp_tapes(f, args, argnums: tuple):
     primal = _trace(f, args, argnums, rec)
     wrt, grad_tree, slots = _wrt(primal, argnums, len(args))
     gt = build(primal, _values(primal, args), wrt, seed="input", grad_tree=grad_tree, grad_slots=slots,
-               exemplars=rec.exemplars)
+               exemplars=rec.exemplars, overloads=overloads)
     return (primal, gt) + partition(gt) + (grad_tree, slots)

@@ -4,10 +4,11 @@ lifted pullbacks, inlined in reverse), with provenance on every backward equatio
 Cotangents live in a map from forward variable to cotangent variable; absence means a
 structural zero, so the pullback of an equation whose outputs have no cotangent is skipped
 (pullbacks are linear) and nothing is ever decided by looking at values. Fan-in is an explicit
-``add`` equation. ``backpropagate`` is the overload point at inline time.
+``add`` equation. ``backpropagate`` overloads a primitive's pullback, in every form.
 """
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -129,49 +130,110 @@ def partition(gt: GradTape) -> tuple[Tape, Tape]:
 
 # -- backpropagate: the overload point -------------------------------------------------------
 
-_BACKPROPAGATE: dict[tuple[Primitive, str], Callable] = {}
+KINDS = ("dense", "zero")
 
 
 def backpropagate(prim, kind: str = "dense"):
-    """Overload the pullback of ``prim`` inlined for cotangents of ``kind`` (the proposal of
+    """Overload the pullback of ``prim`` for cotangents of ``kind`` (the proposal of
     ChainRulesCore #53: a dispatch point between a rule and its use).
 
-    The overload takes the operands and params like a rule and returns a pullback; it is traced
-    (lifted) like any pullback, so it must be numpy code with rules. Kinds: "dense" (every
-    output has a cotangent) and "zero" (some output of a multi-output primitive has none; the
-    default feeds zeros). The default inlines the rule's own lifted pullback.
+    The overload takes the operands and params like a rule and returns a pullback, which every
+    form then uses instead of the rule's: the closure form calls it, the lifted forms trace it
+    (so it must be numpy code with rules; they refuse one that is not), forward mode transposes
+    it (an ``@ad.frule`` belongs to the rule it replaces). Kinds: "dense" (every output has a
+    cotangent) and "zero" (some output of a multi-output primitive has none, so it gets zeros;
+    in forward mode, some output reaches no output of the program). Tapes cached before an
+    overload changes are traced again. ``backpropagate.remove(prim, kind)`` removes one and
+    returns it; ``with backpropagate.using(prim, overload, kind):`` registers one for a block.
 
     >>> relu = ad.primitive(lambda x: np.maximum(x, 0.0))
     >>> _ = ad.rrule(relu)(lambda x: (relu(x), lambda dy: (np.where(x > 0, dy, 0.0),)))
     >>> @ad.backpropagate(relu, "dense")
     ... def relu_subgradient_one_at_zero(x):
     ...     return lambda dy: (np.where(x >= 0, dy, 0.0),)
-    >>> ad.grad(lambda x: np.sum(relu(x)))(np.array([-1.0, 0.0, 2.0]))
+    >>> g = ad.grad(lambda x: np.sum(relu(x)))
+    >>> g(np.array([-1.0, 0.0, 2.0]))
     array([0., 1., 1.])
+    >>> _ = ad.backpropagate.remove(relu, "dense")
+    >>> g(np.array([-1.0, 0.0, 2.0]))
+    array([0., 0., 1.])
     """
     p = lookup(prim)
+    _check_kind(kind)
 
     def register(fn):
-        _BACKPROPAGATE[(p, kind)] = fn
+        p.overloads[kind] = fn
         return fn
     return register
 
 
-def _template(e: Eqn, lifted: LiftedRule, cts: list, templates: "_Templates", needs) -> LiftedRule:
-    """The lifted pullback to inline: an overload's for the cotangents' kind, or the rule's."""
-    kind = "zero" if None in cts else "dense"
-    overload = _BACKPROPAGATE.get((e.prim, kind))
-    if overload is None:
-        return lifted
-    rule = _OVERLOAD_RULES.get(overload)
+def _remove(prim, kind: str = "dense"):
+    """Remove the overload of ``prim``'s pullback for ``kind`` and return it: the rule's pullback
+    is used again."""
+    p = lookup(prim)
+    if kind not in p.overloads:
+        raise KeyError(f"{p.name} has no {kind!r} overload of its pullback")
+    return p.overloads.pop(kind)
+
+
+@contextlib.contextmanager
+def _using(prim, overload, kind: str = "dense"):
+    """Overload ``prim``'s pullback for ``kind`` within a block (comparing subgradients, a
+    test); the overload it replaced, if any, is restored on exit."""
+    p = lookup(prim)
+    _check_kind(kind)
+    old = p.overloads.get(kind)
+    p.overloads[kind] = overload
+    try:
+        yield p
+    finally:
+        p.overloads.pop(kind, None)
+        if old is not None:
+            p.overloads[kind] = old
+
+
+backpropagate.remove = _remove
+backpropagate.using = _using
+
+
+def _check_kind(kind: str) -> None:
+    if kind not in KINDS:
+        raise ValueError(f"backpropagate kind {kind!r}; choose one of {KINDS}")
+
+
+def overload_rule(prim: Primitive, overload: Callable) -> Callable:
+    """An overload as a rule (the primitive's value, the overload's pullback), one object per
+    pair: templates are cached by rule."""
+    rule = _OVERLOAD_RULES.get((prim, overload))
     if rule is None:
-        def rule(*xs, _prim=e.prim, **params):
-            return _prim.bind(*xs, **params), overload(*xs, **params)
-        _OVERLOAD_RULES[overload] = rule
-    return templates.lift(e, needs, rule)
+        def rule(*xs, **params):
+            return prim.bind(*xs, **params), overload(*xs, **params)
+        rule.__qualname__ = rule.__name__ = getattr(overload, "__qualname__", repr(overload))
+        _OVERLOAD_RULES[(prim, overload)] = rule
+    return rule
 
 
 _OVERLOAD_RULES: dict = {}
+
+
+def lifted_overload(lifted: LiftedRule, overload: Callable, source) -> LiftedRule:
+    """An overload's template, refused if it fell back to a closure: the opaque pair would run
+    the primitive's rule, not the overload."""
+    if lifted.fallback:
+        name = getattr(overload, "__qualname__", repr(overload))
+        raise NonDifferentiableError(
+            f"the pullback of {lifted.prim.name} is overloaded by {name} (ad.backpropagate), which "
+            f"cannot be traced ({lifted.fallback}): write it as numpy code with rules, or use "
+            "form=\"closure\"", location=source)
+    return lifted
+
+
+def _template(e: Eqn, lifted: LiftedRule, cts: list, templates: "_Templates", needs) -> LiftedRule:
+    """The lifted pullback to inline: an overload's for the cotangents' kind, or the rule's."""
+    overload = e.prim.overloads.get("zero" if None in cts else "dense")
+    if overload is None:
+        return lifted
+    return lifted_overload(templates.lift(e, needs, overload_rule(e.prim, overload)), overload, e.source)
 
 
 # -- building ------------------------------------------------------------------------------
@@ -279,13 +341,15 @@ def _zeros(b: _Builder, aval, of: Var, kind: str, source=None):
 @gc_paused
 def build(primal: Tape, values: list, wrt: list[int], *, seed: str = "ones",
           grad_tree=None, grad_slots=(), holomorphic: bool = False,
-          exemplars: dict | None = None) -> GradTape:
+          exemplars: dict | None = None, overloads: bool = True) -> GradTape:
     """Lift every differentiable equation of ``primal`` and assemble the backward section.
 
     values: concrete inputs (rules are lifted at real values); wrt: indices of the inputs to
     differentiate; seed: "ones" (scalar output, seed 1) or "input" (cotangent inputs);
     holomorphic: the seed 1 may be complex (``check_seed``); exemplars: the trace's operand
-    values (``lift.ExemplarRecorder``), else the primal tape runs once if a rule is not cached.
+    values (``lift.ExemplarRecorder``), else the primal tape runs once if a rule is not cached;
+    overloads: inline the overloads of pullbacks (``backpropagate``), not when transposing a
+    pullback (``ad.forward``: a linear map has one transpose, the rules').
     """
     if seed == "ones":
         check_seed(primal, wrt, holomorphic)
@@ -334,7 +398,7 @@ def build(primal: Tape, values: list, wrt: list[int], *, seed: str = "ones",
         cts = list(map(ct.get, outs))
         if cts.count(None) == len(cts):
             continue
-        template = _template(e, lifted, cts, templates, needs) if _BACKPROPAGATE else lifted
+        template = _template(e, lifted, cts, templates, needs) if overloads and e.prim.overloads else lifted
         if None in cts:
             cts = [_zeros(b, o.aval, o, "zeros", e.source) if c is None else c for c, o in zip(cts, outs)]
         if template is lifted:
@@ -393,12 +457,15 @@ def check_seed(primal: Tape, wrt, holomorphic: bool) -> None:
 
 def _overload_pullback(b: _Builder, template: LiftedRule, e: Eqn, ops, outs, cts) -> list:
     """An overload's pullback (``backpropagate``) inlined for one instance: its template's
-    operands are the instance's operands, its primal outputs the instance's outputs."""
+    operands are the instance's operands, its primal outputs the instance's outputs, and what
+    the overload computed before returning its pullback is computed here, with it."""
     sub = template.literals.copy()
     sub.update({a: o for a, o in zip(template.args, ops) if type(a) is Var})
+    computed = set(template.outs)
+    body = [t for t in template.fwd if computed.isdisjoint(t.outputs)]     # all but the primitive's own
+    b.rename(tuple(v for t in body for v in t.outputs) + template.defined[1], sub)
     sub.update({t: o for t, o in zip(template.outs, outs) if type(t) is Var})
     sub.update(zip(template.cts, cts))
-    b.rename(template.defined[1], sub)
-    b.copy(template.bwd, sub, e.source, Origin("pullback", outs[0], e.prim.name),
+    b.copy(body + list(template.bwd), sub, e.source, Origin("pullback", outs[0], e.prim.name),
            Origin("project", outs[0], e.prim.name) if template.projects else None)
     return [sub[g] if type(g) is Var else g for g in template.grads]

@@ -66,15 +66,16 @@ def _leaf_signature(x) -> tuple:
 
 
 def rules_of(tape) -> tuple:
-    """The rules a transform of the primal ``tape`` was built with: (primitive, rrule, frule)
-    per primitive. Its cached tapes inline them, so they are stale once one is re-registered."""
+    """The rules a transform of the primal ``tape`` was built with: (primitive, rrule, frule,
+    overloads of its pullback) per primitive. Its cached tapes inline them, so they are stale
+    once one is registered, or an overload removed (``ad.backpropagate``)."""
     prims = dict.fromkeys(e.prim for e in tape.eqns)
-    return tuple((p, p.rule, p.frule) for p in prims)
+    return tuple((p, p.rule, p.frule, dict(p.overloads)) for p in prims)
 
 
 def rules_current(rules: tuple) -> bool:
-    """No rule or frule of ``rules_of``'s primitives was registered since: a cached tape holds."""
-    return all(p.rule is r and p.frule is fr for p, r, fr in rules)
+    """No rule, frule or overload of ``rules_of``'s primitives changed since: a cached tape holds."""
+    return all(p.rule is r and p.frule is fr and p.overloads == o for p, r, fr, o in rules)
 
 
 class TapeCache:

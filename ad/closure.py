@@ -1,4 +1,5 @@
-"""The closure form: run every rule eagerly and call the pullback closures it returns in reverse.
+"""The closure form: run every rule eagerly and call the pullback closures it returns in reverse
+(or those of the overloads of their pullbacks, ``ad.backpropagate``).
 
 The reference the lifted form is checked against (the checker, the debugger's comparison
 panel, ``ad.grad(..., form="closure")``): nothing here reads a lifted template.
@@ -15,7 +16,8 @@ from .trace_state import Traced
 
 
 def eval_closure(primal: Tape, args, wrt: list[int], seeds: list, observe=None) -> tuple[list, list]:
-    """Closure form: run every rule eagerly, keep its pullback closure, call them in reverse.
+    """Closure form: run every rule eagerly, keep its pullback closure, call them in reverse
+    (or, if the primitive has one for the cotangents' kind, an overload's pullback, made then).
 
     wrt: indices of the inputs to differentiate; seeds: one cotangent per output (None = none).
     Returns (outputs, gradients); an input no path reaches gets zeros.
@@ -32,7 +34,7 @@ def eval_closure(primal: Tape, args, wrt: list[int], seeds: list, observe=None) 
         pullback = None
         if any(needs) and e.prim.differentiable:
             y, pullback = rule_of(e)(*vals, **dict(e.params))
-            stack.append((e, pullback, needs))
+            stack.append((e, vals, pullback, needs))
         else:
             y = e.prim.bind(*vals, **dict(e.params))
         if observe is not None:
@@ -43,10 +45,13 @@ def eval_closure(primal: Tape, args, wrt: list[int], seeds: list, observe=None) 
     for out, seed in zip(primal.outputs, seeds):
         if seed is not None and type(out) is Var and out in active:
             ct[out] = _accumulate(ct.get(out), seed)
-    for e, pullback, needs in reversed(stack):
+    for e, vals, pullback, needs in reversed(stack):
         cts = [ct.get(v) for v in e.outputs]
         if all(c is None for c in cts):
             continue
+        overload = e.prim.overloads.get("zero" if any(c is None for c in cts) else "dense")
+        if overload is not None:
+            pullback = overload(*vals, **dict(e.params))
         cts = [np.zeros(v.aval.shape, v.aval.dtype) if c is None else c for c, v in zip(cts, e.outputs)]
         raw = pullback(tuple(cts) if e.prim.multiple_results else cts[0])
         raw = raw if isinstance(raw, tuple) else (raw,)

@@ -6,7 +6,8 @@ pullback holds a primitive with no transpose, the pushforward is the vjp of the 
 linear in its cotangent, so its own pullback is the pushforward), flagged in ``fallbacks`` like
 an opaque rule; an ``@ad.frule`` gives one by hand. Pushforward templates are cached like the
 pullback templates, and inlined into a tangent tape with provenance
-``pushforward of %9 (tanh), from its pullback``.
+``pushforward of %9 (tanh), from its pullback``. An overload of a pullback (``ad.backpropagate``)
+is transposed instead of the rule's, of the kind reverse mode would use (``overload_of``).
 
 ``linearize(f, *primals)`` traces ``f``, runs the forward section and returns the tangent tape
 (an ordinary Tape: residuals and tangents in, output tangents out); ``jvp`` runs it once.
@@ -19,8 +20,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from . import pytree
-from .api import _KeepingRecorder, _trace, _values, _wrt, vjp
-from .backward import Fallback, build
+from .api import _KeepingRecorder, _trace, _values, _vjp, _wrt
+from .backward import Fallback, build, lifted_overload, overload_rule
 from .cache import TapeCache, rules_current, rules_of
 from .codegen import compile_tape
 from .core_prims import full_p, positive_p, project
@@ -102,18 +103,24 @@ def clear_cache():
     _CACHE.clear()
 
 
-def pushforward(prim, params: tuple, values: list, needs: tuple[bool, ...], source=None) -> Pushforward:
+def pushforward(prim, params: tuple, values: list, needs: tuple[bool, ...], source=None,
+                overload=None) -> Pushforward:
     """The pushforward template of ``prim``'s rule at operands like ``values`` (its frule's, or
-    the transpose of its lifted pullback); cached like ``lift``'s templates."""
-    key = ("frule" if prim.frule else "derived", prim.frule) + cache_key(
-        prim, params, [(type(v), v) if is_weak(v) else Aval.of(v) for v in values], needs)
+    the transpose of its lifted pullback), or the transpose of ``overload``'s pullback (an
+    overload of the rule's, ``ad.backpropagate``); cached like ``lift``'s templates."""
+    rule = None if overload is None else overload_rule(prim, overload)
+    how = ("overload", rule) if rule is not None else ("frule" if prim.frule else "derived", prim.frule)
+    key = how + cache_key(prim, params, [(type(v), v) if is_weak(v) else Aval.of(v) for v in values], needs)
     try:
         hit = _CACHE.get(key)
     except TypeError:           # unhashable params
         key, hit = None, None
     if hit is not None:
         return hit
-    if prim.frule is not None:
+    if rule is not None:
+        lifted = lifted_overload(lift(prim, params, values, needs, source, rule), overload, source)
+        pf = derive(lifted, values, source)
+    elif prim.frule is not None:
         pf = _lift_frule(prim, params, values, needs, source)
     else:
         pf = derive(lift(prim, params, values, needs, source), values, source)
@@ -165,7 +172,7 @@ def _vjp_of_pullback(tape: Tape, point: list, n_const: int, prim, source) -> Tap
     the pushforward): a tape (constants, tangents) -> output tangents over ``tape``'s constants."""
     cts = list(range(n_const, len(tape.inputs)))
     try:
-        gt = build(tape, point, cts, seed="input")
+        gt = build(tape, point, cts, seed="input", overloads=False)
     except (NotImplementedError, TraceError) as exc:
         raise NonDifferentiableError(
             f"no pushforward for {prim.name}: its pullback has no transpose, and it cannot be "
@@ -321,6 +328,7 @@ def build_linearized(primal: Tape, values: list, wrt: list[int], known: dict | N
     known = {} if known is None else known
     known.update(zip(inputs, values))
     active = active_vars(primal, wrt)
+    live = with_cotangents(primal, active)
     instances, fallbacks = [], []
     for e in primal.eqns:
         ops = [env[x] if type(x) is Var else x for x in e.inputs]
@@ -333,7 +341,7 @@ def build_linearized(primal: Tape, values: list, wrt: list[int], known: dict | N
             continue
         rule_of(e)
         opvals = [known[x] if type(x) is Var else x.value for x in ops]
-        pf = pushforward(e.prim, e.params, opvals, needs, e.source)
+        pf = pushforward(e.prim, e.params, opvals, needs, e.source, overload_of(e, live))
         if pf.fallback:
             fallbacks.append(Fallback(e.prim.name, e.source, pf.fallback))
         sub = {a: o for a, o in zip(pf.args, ops) if type(a) is Var}
@@ -378,6 +386,25 @@ def build_linearized(primal: Tape, values: list, wrt: list[int], known: dict | N
                    input_names=tuple(repr(v) for v in residuals) +
                    tuple(f"t_{primal.input_names[i]}" for i in wrt))
     return Linearized(forward, tangent, len(value_outs), tuple(fallbacks), tuple(slots))
+
+
+def with_cotangents(primal: Tape, active: set) -> set:
+    """The active variables that some output of ``primal`` depends on through differentiable
+    equations: those reverse mode gives a cotangent when it seeds every output (as ``vjp`` does;
+    ``grad``'s one output is every output)."""
+    live = {x for x in primal.outputs if type(x) is Var and x in active}
+    for e in reversed(primal.eqns):
+        if e.prim.differentiable and not live.isdisjoint(e.outputs):
+            live.update(x for x in e.inputs if type(x) is Var and x in active)
+    return live
+
+
+def overload_of(e: Eqn, live: set):
+    """The overload of ``e``'s pullback that reverse mode uses (``ad.backpropagate``), by
+    ``with_cotangents``: "dense" when every output of ``e`` has a cotangent, else "zero"."""
+    if not e.prim.overloads:
+        return None
+    return e.prim.overloads.get("dense" if live.issuperset(e.outputs) else "zero")
 
 
 def _evaluate(eqns, known: dict, primal_of: dict, traced: dict | None):
@@ -626,22 +653,26 @@ def jvp(f, primals, tangents, *, form: str = "lifted"):
 
 def eval_closure_jvp(primal: Tape, args, wrt: list[int], tangents: list) -> tuple[list, list]:
     """Closure form: run every rule eagerly and push the tangents through its frule, or through
-    the vjp of its pullback closure (nothing here reads a lifted template). Returns (outputs,
-    one tangent per output: zeros where none reaches it)."""
+    the vjp of its pullback closure, or of an overload's (``overload_of``; nothing here reads a
+    lifted template). Returns (outputs, one tangent per output: zeros where none reaches it)."""
     env = dict(zip(primal.inputs, args))
     tan = {primal.inputs[i]: t for i, t in zip(wrt, tangents)}
     active = active_vars(primal, wrt)
+    live = with_cotangents(primal, active)
 
     def run_rule(e, vals):
         needs = tuple(type(x) is Var and x in active for x in e.inputs)
         ts = [tan.get(x) if type(x) is Var else None for x in e.inputs]
         if not (any(needs) and e.prim.differentiable) or all(t is None for t in ts):
             return e.prim.bind(*vals, **dict(e.params))
-        if e.prim.frule is not None:
+        overload = overload_of(e, live)
+        if e.prim.frule is not None and overload is None:
             y, push = e.prim.frule(*vals, **dict(e.params))
             out = push(*(t if t is not None else _zeros_of(v) for t, v in zip(ts, vals)))
         else:
             y, pullback = rule_of(e)(*vals, **dict(e.params))
+            if overload is not None:
+                pullback = overload(*vals, **dict(e.params))
             ys = tuple(y) if e.prim.multiple_results else (y,)
             out = _push_by_vjp(pullback, e.prim.multiple_results, [Aval.of(v) for v in vals], needs, ts,
                                [Aval.of(yk) for yk in ys])
@@ -677,6 +708,6 @@ def _push_by_vjp(pullback, multiple_results: bool, avals, needs, ts, out_avals):
                 out.append(np.zeros(a.shape, a.dtype) if isinstance(g, (NoTangent, ZeroTangent)) else g)
         return tuple(out)
     zeros = tuple(np.zeros(a.shape, a.dtype) for a in out_avals)
-    _, pb = vjp(pulled, zeros if multiple_results else zeros[0])
+    _, pb = _vjp(pulled, (zeros if multiple_results else zeros[0],), overloads=False)
     (out,) = pb(tuple(t if t is not None else np.zeros(a.shape, a.dtype) for t, a, n in zip(ts, avals, needs) if n))
     return out

@@ -87,6 +87,7 @@ class Primitive:
         such stand-ins, the check is left to the runs of the template).
     rule: the rrule, set by ``@ad.rrule``; differentiable: False for non_differentiable.
     frule: a pushforward written by hand, set by ``@ad.frule`` (else it is derived from the rule).
+    overloads: kind -> an overload of the rule's pullback, set by ``@ad.backpropagate``.
     """
 
     def __init__(self, name: str, impl: Callable, *, params: tuple[str, ...] = (),
@@ -128,6 +129,7 @@ class Primitive:
         self.checks_values = checks_values
         self.rule = None
         self.frule = None
+        self.overloads: dict[str, Callable] = {}
         self.differentiable = True
         self.__doc__ = doc or getattr(function, "__doc__", None)
         REGISTRY[name] = self
