@@ -8,7 +8,7 @@ OUT    ?= out
 .PHONY: demo test setup system-deps bench notebooks clean fuzz
 
 demo: setup
-	$(PY) -m tapeviz.demo --out $(OUT)
+	$(PY) -m tapeviz.commands.demo --out $(OUT)
 
 test: setup
 	CI=$${CI:-true} $(PY) -m pytest -q
@@ -42,12 +42,12 @@ FUZZ_WORKERS ?= 2
 FUZZ_SEED    ?= 1000
 FUZZ_OUT     ?= fuzz-findings
 fuzz: setup
-	nice -n 19 $(PY) -m ad.checks.fuzz --hours $(FUZZ_HOURS) --workers $(FUZZ_WORKERS) --seed $(FUZZ_SEED) \
+	nice -n 19 $(PY) -m ad.checktools.fuzz --hours $(FUZZ_HOURS) --workers $(FUZZ_WORKERS) --seed $(FUZZ_SEED) \
 	  --programs 500 --out $(FUZZ_OUT)
 
 # the teaching notebooks, executed, as static HTML, each debugger with its whole session embedded
 notebooks: setup
-	$(PY) -m tapeviz.notebooks render --out $(OUT)/notebooks
+	$(PY) -m tapeviz.commands.notebooks render --out $(OUT)/notebooks
 
 clean:
 	rm -rf $(VENV) $(OUT) .pytest_cache

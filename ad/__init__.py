@@ -6,22 +6,26 @@ checked, optimised, compiled, saved and differentiated again.
 """
 from . import lib as _lib  # noqa: F401  (fills the dispatch tables)
 # tracing and the data model
-from .api import grad, grad_tape, trace, value_and_grad, vjp
-from .forward import Pushforward, frule, jvp, linearize
-from .jacobians import hessian, hvp, jacfwd, jacobian, jacrev
-from .transpose import NotLinearError, transpose
-from .backward import Fallback, GradTape, backpropagate, partition
-from .codegen import Compiled
-from .fused import compile  # noqa: A001  (ad.compile: backend="numpy" (codegen) or "fused")
+from .tracing import trace
+from .transforms.gradients import grad, grad_tape, value_and_grad, vjp
+from .forward_mode.pushforward import Pushforward, frule
+from .transforms.linearization import jvp, linearize
+from .transforms.jacobians import hessian, hvp, jacfwd, jacobian, jacrev
+from .forward_mode.transposition import NotLinearError, transpose
+from .gradtape import Fallback, GradTape, partition
+from .rules import backpropagate
+from .compiler.codegen import Compiled
+from .compiler.backends import compile  # noqa: A001  (ad.compile: backend="numpy" (codegen) or "fused")
 from .errors import (ConcretizationError, MutationError, NonDifferentiableError, TraceError,
                      UnsupportedFunctionError)
-from .primitives import REGISTRY, Primitive
+from .primitives import REGISTRY, Primitive, defer
 # writing rules
 from .core_prims import project
-from .rrule import linear_rule, non_differentiable, primitive, rrule, scalar_rule, using_rule
+from .rules import linear_rule, non_differentiable, primitive, rrule, scalar_rule, using_rule
 from .tangents import NoTangent, Thunk, ZeroTangent, thunk, unthunk
 from .passes import op_counts, optimize
-from .tape import Aval, Eqn, Lit, Origin, Tape, Var, validate
+from .origins import Origin
+from .tape import Aval, Eqn, Lit, Tape, Var, validate
 
 __all__ = [
     "trace", "grad", "value_and_grad", "vjp", "grad_tape", "partition", "backpropagate",
@@ -50,3 +54,8 @@ def from_onnx(model_or_path, **kw):
 
 from .checks import check, check_rule  # noqa: E402
 from . import nn  # noqa: E402,F401  (neural-network functions and their rules)
+
+# ad.scipy's rules, loaded when a scipy.special ufunc first reaches a tracer or a saved tape names
+# a scipy primitive (importing scipy costs as much as ad): ad.primitives.defer
+defer("scipy.special.", "ad.scipy.special")
+defer("scipy.", "ad.scipy.special", "ad.scipy.stats", "ad.scipy.linalg", "ad.scipy.signal", "ad.scipy.integrate")

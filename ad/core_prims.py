@@ -15,7 +15,7 @@ import numpy as np
 
 from .errors import GuardError
 from .primitives import Primitive
-from .rrule import linear_rule, non_differentiable, rrule, scalar_rule
+from .rules import linear_rule, non_differentiable, rrule, scalar_rule
 from .samples import ARRAYS, BINARY, F32, F64, M34, MATRIX, F, In, Sample, Y, index
 from .tangents import NoTangent, ZeroTangent, unthunk
 from .trace_state import Traced

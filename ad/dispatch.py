@@ -22,7 +22,7 @@ import numpy as np
 
 from .core_prims import astype_p, getitem_p, parse_index, setitem_p
 from .errors import ConcretizationError, MutationError, UnsupportedFunctionError
-from .primitives import Primitive
+from .primitives import Primitive, load_deferred
 from .trace_state import Traced, find_recorder
 
 UFUNCS: dict[np.ufunc, Primitive] = {}
@@ -125,7 +125,7 @@ def _scipy_rule(uf: np.ufunc):
     (scipy.special is imported by then: the ufunc came from it)."""
     if "scipy.special" not in sys.modules or getattr(np, uf.__name__, None) is uf:
         return None
-    from .scipy import special  # noqa: F401  (fills UFUNCS; see tests/test_architecture.py)
+    load_deferred(f"scipy.special.{uf.__name__}")      # fills UFUNCS
     return UFUNCS.get(uf)
 
 

@@ -23,7 +23,7 @@ def _package_dir(name: str) -> str | None:
 # frames in ad, numpy and scipy are not the user's (a scipy function calling ad's rules)
 _SKIP = tuple(d for d in (_PKG_DIR + os.sep, _package_dir("numpy"), _package_dir("scipy")) if d)
 # the example programs shipped in ad are user code: their lines are the ones to show
-_EXAMPLES = frozenset(os.path.join(_PKG_DIR, *p) for p in (("examples.py",), ("nn", "examples.py")))
+_EXAMPLES = frozenset(os.path.join(_PKG_DIR, "examples", p) for p in ("programs.py", "networks.py"))
 
 
 @functools.lru_cache(maxsize=4096)

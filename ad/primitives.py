@@ -9,6 +9,7 @@ anything named in a file); names are therefore unique.
 """
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -173,3 +174,24 @@ def lookup(f) -> Primitive:
         raise KeyError(f"{name} is not a primitive; mark your own functions with @ad.primitive, "
                        f"or see ad.lib for the numpy functions that have rules")
     return prim
+
+
+# -- rule modules loaded when first needed --------------------------------------------------------
+# Some rule modules cost too much to import with ``ad``: ad.scipy's import scipy (a quarter
+# second, as much as ad). The package's facade names them here, by the prefix of the primitive
+# names they register (``defer``); the tracer's dispatch (a scipy.special ufunc it does not know)
+# and the loader of saved files (a ``scipy.`` name) load them by that prefix. The modules they
+# name sit above the layers that ask: this hook, not an import, is the way down.
+DEFERRED: dict[str, tuple[str, ...]] = {}   # prefix of primitive names -> modules registering them
+
+
+def defer(prefix: str, *modules: str) -> None:
+    """Register ``modules`` (dotted names) as the ones that define the primitives named ``prefix...``."""
+    DEFERRED[prefix] = DEFERRED.get(prefix, ()) + modules
+
+
+def load_deferred(name: str) -> None:
+    """Import the rule modules deferred for the longest prefix of ``name`` registered."""
+    prefix = max((p for p in DEFERRED if name.startswith(p)), key=len, default=None)
+    for module in DEFERRED.get(prefix, ()):
+        importlib.import_module(module)

@@ -21,6 +21,7 @@ import numpy as np
 
 from . import pytree
 from .errors import GuardError
+from .origins import ORIGIN_KINDS, PRIMAL, Origin, OriginKind  # noqa: F401  (part of the data model)
 from .primitives import REGISTRY
 from .trace_state import Traced
 
@@ -151,61 +152,6 @@ def format_literal(value) -> str:
     return repr(value.item() if isinstance(value, np.generic | np.ndarray) else value)
 
 
-_PUSHFORWARD_VIA = {"pushforward": "from its pullback", "pushforward_vjp": "by the vjp of its pullback",
-                    "pushforward_frule": "its frule"}
-ORIGIN_KINDS = ("primal", "pullback", "project", "accumulate", "seed", "zeros", *_PUSHFORWARD_VIA,
-                "tangent_zeros", "transpose")
-
-
-@dataclass(slots=True, init=False, unsafe_hash=True)
-class Origin:
-    """Where an equation came from.
-
-    kind: "primal" (the user's program or a rule's primal body), "pullback" (a lifted pullback),
-          "accumulate" (fan-in of cotangents), "seed" (the output cotangent), "zeros"
-          (a requested gradient that no path reaches), "project" (cotangent projected onto its primal);
-          forward mode (``ad.forward``): "pushforward" (a rule's pushforward, transposed from its
-          pullback), "pushforward_vjp" (the vjp of its pullback, where that has no transpose),
-          "pushforward_frule" (an ``@ad.frule``), "tangent_zeros" (a tangent no path reaches);
-          "transpose" (``ad.transpose``: an equation's transpose).
-    of:   for backward equations, the forward variable whose pullback produced this equation;
-          for primal equations inside a rule body, the rule instance's first output.
-    rule: the name of the rule (primitive) involved.
-    """
-    kind: str
-    of: Var | None = None
-    rule: str | None = None
-
-    def __init__(self, kind: str, of: Var | None = None, rule: str | None = None):
-        self.kind = kind
-        self.of = of
-        self.rule = rule
-
-    @property
-    def is_backward(self) -> bool:
-        return self.kind != "primal"
-
-    def describe(self) -> str:
-        if self.kind == "pullback":
-            return f"pullback of {self.of!r} ({self.rule})"
-        if self.kind == "accumulate":
-            return f"accumulate cotangent of {self.of!r}"
-        if self.kind == "project":
-            return f"project cotangent onto {self.of!r} ({self.rule})"
-        if self.kind in _PUSHFORWARD_VIA:
-            return f"pushforward of {self.of!r} ({self.rule}), {_PUSHFORWARD_VIA[self.kind]}"
-        if self.kind == "tangent_zeros":
-            return f"zero tangent of {self.of!r}"
-        if self.kind == "transpose":
-            return f"transpose of {self.of!r} ({self.rule})"
-        if self.kind == "seed":
-            return "output cotangent"
-        if self.kind == "zeros":
-            return f"zero gradient for {self.of!r}"
-        return f"rule {self.rule} of {self.of!r}" if self.of is not None else "primal"
-
-
-PRIMAL = Origin("primal")
 
 
 @dataclass(slots=True, init=False, unsafe_hash=True)
@@ -322,7 +268,7 @@ def format_eqn(e: Eqn, *, with_origin: bool = False) -> str:
     params = " ".join(f"{k}={format_param(v)}" for k, v in e.params)
     rhs = " ".join(filter(None, [e.prim.name, params, " ".join(map(format_operand, e.inputs))]))
     line = f"{lhs} = {rhs}"
-    if with_origin and e.origin.kind != "primal":
+    if with_origin and e.origin.kind is not OriginKind.PRIMAL:
         line += f"    # {e.origin.describe()}"
     return line
 
@@ -423,35 +369,33 @@ def validate(tape: Tape) -> Tape:
     return tape
 
 
-# -- evaluation ------------------------------------------------------------------------------
-
-def _read(env: dict, x):
-    return env[x] if type(x) is Var else x.value
-
+# -- evaluation: the one interpreter --------------------------------------------------------------
 
 def eval_eqns(eqns, env: dict, apply=None) -> dict:
-    """The one equation-evaluation loop: run ``eqns`` reading and writing ``env`` (Var -> value).
+    """Run ``eqns`` reading and writing ``env`` (Var -> value), through ``Program``.
 
     ``apply(eqn, operand_values)`` computes one equation (default: ``eqn.prim.bind``, so tapes
     run on tracers too: that is how they are differentiated again); a hook that observes or
     replaces values wraps it. A broken guard raises GuardError naming the guard and its line.
     """
-    for e in eqns:
-        vals = [env[x] if type(x) is Var else x.value for x in e.inputs]
-        try:
-            if apply is not None:
-                out = apply(e, vals)
-            elif e.params:
-                out = e.prim.bind(*vals, **dict(e.params))
-            else:
-                out = e.prim.bind(*vals)
-        except GuardError as exc:
-            raise _located(exc, e) from None
-        if e.prim.multiple_results:
-            env.update(zip(e.outputs, out))
-        else:
-            env[e.outputs[0]] = out
+    prog = Program(eqns, [v for v in _free(eqns) if v in env])
+    values = prog.run([env[v] for v in prog.inputs], apply or bind)
+    env.update([(v, values[k]) for v, k in prog.variables])
     return env
+
+
+def bind(e: Eqn, vals: list):
+    """An equation applied to its operand values, recorded if one is traced."""
+    return e.prim.bind(*vals, **dict(e.params)) if e.params else e.prim.bind(*vals)
+
+
+def _free(eqns) -> dict:
+    """The variables ``eqns`` read before (or without) defining them, in order."""
+    defined, free = set(), {}
+    for e in eqns:
+        free.update((x, None) for x in e.inputs if type(x) is Var and x not in defined)
+        defined.update(e.outputs)
+    return free
 
 
 def _located(exc: GuardError, e: Eqn) -> GuardError:
@@ -462,23 +406,16 @@ def _located(exc: GuardError, e: Eqn) -> GuardError:
 def eval_tape(tape: Tape, args, env: dict | None = None) -> list:
     """Evaluate a tape on flat inputs; returns the flat outputs (``env`` collects every value).
 
-    On concrete values (no tracer among ``args``) the tape's ``Program`` runs; on tracers every
-    equation is bound, so the run is recorded."""
+    On concrete values the tape's ``Program`` computes each equation with its numpy function;
+    on tracers (an enclosing trace) it binds each, so the run is recorded."""
     if len(args) != len(tape.inputs):
         raise TypeError(f"the tape takes {len(tape.inputs)} array inputs, got {len(args)}")
-    for a in args:
-        if isinstance(a, Traced):
-            break
-    else:
-        prog = program(tape)
-        values = prog.values(args)
-        if env is not None:
-            env.update([(v, values[k]) for v, k in prog.variables])
-        return [values[k] for k in prog.outputs]
-    env = {} if env is None else env
-    env.update(zip(tape.inputs, args))
-    eval_eqns(tape.eqns, env)
-    return [_read(env, x) for x in tape.outputs]
+    prog = program(tape)
+    traced = any(isinstance(a, Traced) for a in args)
+    values = prog.run(args, bind if traced else None)
+    if env is not None:
+        env.update([(v, values[k]) for v, k in prog.variables])
+    return [values[k] for k in prog.outputs]
 
 
 def _numpy_operator(op, ufunc):
@@ -502,15 +439,15 @@ _OPERATORS = {uf: _numpy_operator(op, uf) for uf, op in (
 
 
 class Program:
-    """A tape resolved once for repeated runs on concrete values (the lifted form's loop):
-    every equation's callable with its params bound, its operands as integer slots of one
-    list of values (literals placed once), its outputs as slots. ``program(tape)`` caches it
-    on the tape (tapes are immutable)."""
-    __slots__ = ("steps", "slots", "n_inputs", "outputs", "variables")
+    """Equations resolved once for repeated runs, and the one loop that runs them: every
+    equation's numpy function with its params bound, its operands as integer slots of one list
+    of values (literals placed once), its outputs as slots. ``program(tape)`` caches a tape's on
+    the tape (tapes are immutable); ``eval_eqns`` makes one for a list of equations."""
+    __slots__ = ("steps", "slots", "inputs", "outputs", "variables")
 
-    def __init__(self, tape: Tape):
-        slot: dict = {v: k for k, v in enumerate(tape.inputs)}
-        consts: list = [None] * len(tape.inputs)
+    def __init__(self, eqns, inputs, outputs=()):
+        slot: dict = {v: k for k, v in enumerate(inputs)}
+        consts: list = [None] * len(inputs)
 
         def place(value) -> int:
             """A literal's slot."""
@@ -518,7 +455,7 @@ class Program:
             return len(consts) - 1
 
         steps = []
-        for e in tape.eqns:
+        for e in eqns:
             ins = tuple([slot[x] if type(x) is Var else place(x.value) for x in e.inputs])
             fn = e.prim.impl
             if e.params:
@@ -530,23 +467,25 @@ class Program:
                 slot[v] = len(consts)
                 consts.append(None)
             steps.append((fn, ins, tuple(range(first, len(consts))) if e.prim.multiple_results else first, e))
-        self.outputs = tuple([slot[x] if type(x) is Var else place(x.value) for x in tape.outputs])
+        self.outputs = tuple([slot[x] if type(x) is Var else place(x.value) for x in outputs])
         self.steps = tuple(steps)
         self.slots = consts
-        self.n_inputs = len(tape.inputs)
+        self.inputs = tuple(inputs)
         self.variables = tuple(slot.items())     # (variable, its slot)
 
-    def values(self, args) -> list:
-        """Every slot's value after a run on ``args``."""
+    def run(self, args, apply=None) -> list:
+        """Every slot's value after a run on ``args``; ``apply(eqn, operand values)`` computes
+        each equation instead of its numpy function (``bind`` on tracers, a checker's hook)."""
         values = self.slots.copy()
-        values[:self.n_inputs] = args
+        values[:len(self.inputs)] = args
         e = None
         try:
             for fn, ins, out, e in self.steps:
-                n = len(ins)
-                if n == 2:
+                if apply is not None:
+                    y = apply(e, [values[k] for k in ins])
+                elif len(ins) == 2:
                     y = fn(values[ins[0]], values[ins[1]])
-                elif n == 1:
+                elif len(ins) == 1:
                     y = fn(values[ins[0]])
                 else:
                     y = fn(*[values[k] for k in ins])
@@ -564,7 +503,7 @@ def program(tape: Tape) -> Program:
     """The tape's ``Program``, made on first use and kept on the tape."""
     prog = tape.__dict__.get("_program")
     if prog is None:
-        prog = Program(tape)
+        prog = Program(tape.eqns, tape.inputs, tape.outputs)
         object.__setattr__(tape, "_program", prog)
     return prog
 

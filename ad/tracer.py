@@ -32,7 +32,9 @@ import numpy as np
 from . import dispatch
 from .core_prims import guard_p
 from .errors import ConcretizationError, MutationError, TraceError, scipy_escape, user_location
-from .tape import SCALAR_AVALS, Aval, Eqn, Lit, Origin, Var, freeze_params
+from .origins import Origin, OriginKind
+from .origins import OriginKind
+from .tape import SCALAR_AVALS, Aval, Eqn, Lit, Var, freeze_params
 from .trace_state import ACTIVE, Traced, find_recorder
 
 
@@ -53,7 +55,7 @@ class Recorder:
         self.level = len(ACTIVE)
         self.active = False
         self.source: str | None = None
-        self.origin = Origin("primal")
+        self.origin = Origin(OriginKind.PRIMAL)
         self._consts: dict[int, tuple[object, Lit]] = {}
         self.differentiated: set[Var] = set()
         self.symbolic: set[Var] = set()

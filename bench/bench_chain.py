@@ -10,8 +10,8 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 
 import ad  # noqa: E402
-from ad.codegen import compile_tape  # noqa: E402
-from ad.lift import clear_cache  # noqa: E402
+from ad.compiler.codegen import compile_tape  # noqa: E402
+from ad.reverse_mode.lift import clear_cache  # noqa: E402
 from ad.passes import optimize  # noqa: E402
 from bench.workloads import chain_loss_for  # noqa: E402
 

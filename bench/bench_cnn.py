@@ -1,7 +1,7 @@
 """(d) The digits CNN's gradient: ad (compiled gradient tape) against a hand-written numpy
 gradient and PyTorch eager (CPU).
 
-Model (``ad.nn.examples``): conv3x3(1->8, pad 1) relu maxpool2 conv3x3(8->16, pad 1) relu
+Model (``ad.examples.networks``): conv3x3(1->8, pad 1) relu maxpool2 conv3x3(8->16, pad 1) relu
 maxpool2 dense(64->10) logitcrossentropy on scikit-learn's 8x8 digits; one call computes the
 loss and the gradient of all six parameters. Sizes: batch 64 (a training step's minibatch:
 overhead-bound, about 2 ms) and batch 512 (memory-bound, about 10-30 ms); float32 and float64.
@@ -16,7 +16,7 @@ from bench.common import measure, optional, table
 import numpy as np  # noqa: E402  (after bench.common pins the BLAS threads)
 
 import ad  # noqa: E402
-from ad.nn import examples  # noqa: E402
+from ad.examples import networks as examples  # noqa: E402
 from bench.workloads import col2im3x3, conv_relu_pool, pool_relu_back  # noqa: E402
 
 BATCHES = (64, 512)

@@ -22,9 +22,9 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 
 import ad  # noqa: E402
-import ad.api  # noqa: E402
-from ad.codegen import compile_tape  # noqa: E402
-from ad.lift import clear_cache  # noqa: E402
+import ad.transforms.gradients  # noqa: E402
+from ad.compiler.codegen import compile_tape  # noqa: E402
+from ad.reverse_mode.lift import clear_cache  # noqa: E402
 from ad.passes import optimize  # noqa: E402
 from bench.workloads import CHAIN, SCALAR, VECTOR, chain_loss_for  # noqa: E402
 
@@ -76,7 +76,7 @@ def compile_table(rounds: int = 3) -> str:
 
 @contextlib.contextmanager
 def timed_stages(stages: dict):
-    """Time the stages of ``ad.grad``'s first call inside it: the functions ``ad.api`` calls for
+    """Time the stages of ``ad.grad``'s first call inside it: the functions ``ad.transforms.gradients`` calls for
     trace + lift (``_grad_tape``), optimise and compile, wrapped while the block runs."""
     def timing(name, fn):
         def timed(*args, **kwargs):
@@ -87,14 +87,14 @@ def timed_stages(stages: dict):
                 stages[name] = stages.get(name, 0.0) + time.process_time() - t0
         return timed
     wrapped = {"_grad_tape": "trace + lift", "run_passes": "optimise", "compile_tape": "compile"}
-    saved = {attr: getattr(ad.api, attr) for attr in wrapped}
+    saved = {attr: getattr(ad.transforms.gradients, attr) for attr in wrapped}
     for attr, name in wrapped.items():
-        setattr(ad.api, attr, timing(name, saved[attr]))
+        setattr(ad.transforms.gradients, attr, timing(name, saved[attr]))
     try:
         yield stages
     finally:
         for attr, fn in saved.items():
-            setattr(ad.api, attr, fn)
+            setattr(ad.transforms.gradients, attr, fn)
 
 
 FIRST_CALL = ("trace + lift", "optimise", "compile")

@@ -1,4 +1,4 @@
-"""The fused backend (``ad.compile(tape, backend="fused")``, ad/fused.py) side by side with the
+"""The fused backend (``ad.compile(tape, backend="fused")``, ad/compiler/fused.py) side by side with the
 numpy backend, jax.jit and the hand-written gradients on issue 19's vector and scalar workloads
 (bench.workloads): medians of CPU time per call, ratios to the hand-written numpy gradient; then
 first calls (trace + lift + optimise + compile + run) with a cold kernel cache, a warm one, and
@@ -17,7 +17,7 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 
 import ad  # noqa: E402
-from ad.lift import clear_cache  # noqa: E402
+from ad.reverse_mode.lift import clear_cache  # noqa: E402
 from bench.bench_workloads import _cpu, _jax, _jax_args, check  # noqa: E402
 from bench.workloads import WORKLOADS, Workload  # noqa: E402
 

@@ -18,7 +18,7 @@ import ad.scipy.linalg  # noqa: E402,F401
 import ad.scipy.signal  # noqa: E402,F401
 import ad.scipy.special  # noqa: E402,F401
 import ad.scipy.stats  # noqa: E402,F401
-from ad.checks import mutants  # noqa: E402
+from ad.checktools import mutants  # noqa: E402
 
 
 def run(names=None, workers: int = 2) -> str:

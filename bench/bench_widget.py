@@ -163,7 +163,7 @@ def repaint_cpu(page, clicks: int = 12) -> dict:
 def browser_clicks(n_eqns: int = 10_000) -> dict:
     """Voila serving a notebook whose debugger stands in the middle of a 10,000-equation tape."""
     sys.path.insert(0, str(ROOT / "tests"))
-    from browser import TOKEN, Server, free_port, jupyter_env, launch
+    from tests.support.browser import TOKEN, Server, free_port, jupyter_env, launch
 
     folder = Path(tempfile.mkdtemp())
     code = ("import numpy as np\nimport tapeviz\nfrom bench.bench_widget import loop\n"
@@ -198,14 +198,14 @@ def browser_clicks(n_eqns: int = 10_000) -> dict:
 def static_pages() -> dict:
     """Size and load time (first graph drawn) of the MLP's and the CNN's static pages."""
     sys.path.insert(0, str(ROOT / "tests"))
-    from browser import launch
+    from tests.support.browser import launch
 
     from ad.examples import mlp_example, mlp_loss
-    from ad.nn.examples import digits_cnn
+    from ad.examples.networks import digits_cnn
 
     cnn = digits_cnn()
     programs = {"MLP (ad.examples)": (mlp_loss, mlp_example()),
-                "CNN (ad.nn.examples, batch 64)": (cnn.loss, (cnn.params, cnn.x[:64], cnn.y[:64]))}
+                "CNN (ad.examples.networks, batch 64)": (cnn.loss, (cnn.params, cnn.x[:64], cnn.y[:64]))}
     folder = Path(tempfile.mkdtemp())
     out = {}
     pw, browser = launch()

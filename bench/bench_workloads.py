@@ -21,7 +21,7 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402  (after bench.common pins the BLAS threads)
 
 import ad  # noqa: E402
-from ad.lift import clear_cache  # noqa: E402
+from ad.reverse_mode.lift import clear_cache  # noqa: E402
 from bench.workloads import WORKLOADS, Workload  # noqa: E402
 
 COLUMNS = ("compiled", "fused", "lifted", "closure", "autograd", "torch eager", "jax jit")

@@ -13,13 +13,13 @@ imported by the first ``debug`` call or use of ``TapeDebugger``.
 >>> graph.nodes["eq/%1"]["primitive"], sorted(graph.succ["%0"])
 ('sin', ['eq/%1', 'eq/%2'])
 """
-from .collapse import collapse
+from .grouping import collapse
 from .draw import scene, to_graphviz
-from .export import export, listing
-from .graph import (Residual, annotate, backward, forward, neighbourhood, pullback_block, pushforward_block,
-                    residuals, summarize, to_networkx, values_of)
+from .figures import export, listing
+from .graph import (Residual, annotate, backward, forward, neighbourhood, pullback_block,
+                    pushforward_block, residuals, summarize, to_networkx, values_of)
 from .labels import primitive_colour
-from .render import RenderError, RendererNotFound, render
+from .renderer import RenderError, RendererNotFound, render
 
 __all__ = [
     # the model

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import graphviz
 import networkx as nx
-from graphviz.quoting import NoHtml
 
 from . import labels as lb
-from .collapse import collapse as collapse_graph
-from .graph import BACKWARD_BLOCK, EQUATION_KINDS, PUSHFORWARD_BLOCK, _resolve, gc_paused, neighbourhood, to_networkx
+from .escaping import dot_text, dot_value
+from .grouping import collapse as collapse_graph
+from .graph import (BACKWARD_BLOCK, EQUATION_KINDS, PUSHFORWARD_BLOCK, gc_paused, neighbourhood,
+                    resolve_node, to_networkx)
 
 VIEWS = ("joint", "forward", "backward", "tangent")
 CLUSTER_COLOURS = {"forward": "#fcfcfd", "backward": "#fdfbff", "tangent": "#f5feff"}
@@ -206,7 +207,7 @@ class _Canvas:
     def _dot_id(self, ref):
         """The DOT node showing a model node (None when it is not drawn)."""
         try:
-            node = _resolve(self.graph, ref)
+            node = resolve_node(self.graph, ref)
         except KeyError:
             return None
         if node not in self.ids:
@@ -240,7 +241,7 @@ class _Canvas:
             self.primitives.add(rows[0].text)
         attrs = lb.node_attrs(rows, style, failed=failed, current=bool(mark.get("current")),
                               tint=mark.get("tint"), labels=self.labels)
-        attrs["tooltip"] = graphviz.escape(tooltip)
+        attrs["tooltip"] = dot_text(tooltip)
         # Graphviz reads names starting with "%" as its own anonymous ids and renumbers them in
         # the SVG's <title>s; the element id keeps the tape's name (for links, clicks, tests)
         attrs["id"] = f"tvn_{self.ids[n]}"
@@ -331,14 +332,6 @@ class _Canvas:
 
 
 def _attr_list(attrs: dict) -> str:
-    """``[k=v ...]``. Values are HTML-like labels (kept as they are) or strings: quoted, with
-    quotes escaped, and backslashes doubled unless ``graphviz.escape`` did so already."""
-    return "[" + " ".join(f"{k}={_quote(v)}" for k, v in attrs.items()) + "]"
-
-
-def _quote(value: str) -> str:
-    if value.startswith("<") and value.endswith(">") and not isinstance(value, NoHtml):
-        return value
-    if not isinstance(value, NoHtml):
-        value = value.replace("\\", "\\\\")
-    return '"' + value.replace('"', '\\"') + '"'
+    """``[k=v ...]``, each value written by ``dot_value``: HTML-like labels as they are, strings
+    quoted."""
+    return "[" + " ".join(f"{k}={dot_value(v)}" for k, v in attrs.items()) + "]"

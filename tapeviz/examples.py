@@ -12,7 +12,7 @@ from pathlib import Path
 import ad
 from ad.examples import mlp_example, mlp_loss
 
-from .export import export
+from .figures import export
 from .graph import to_networkx, values_of
 
 VIEWS = {"joint": {}, "forward": {"view": "forward"}, "backward": {"view": "backward"},

@@ -79,17 +79,19 @@ import numpy as np
 
 from ad import pytree
 from ad.errors import source_line
+from ad.origins import OriginKind
+from ad.origins import OriginKind
 from ad.tape import Eqn, Lit, Tape, Var, eval_tape, format_literal, format_param, gc_paused, short_dtype
 
 EQUATION_KINDS = frozenset({"equation", "guard"})
-BACKWARD_BLOCK = ("pullback", "project")   # origins that belong to a rule's pullback block
-PUSHFORWARD_BLOCK = ("pushforward", "pushforward_vjp", "pushforward_frule")   # ... to its pushforward block
-TANGENT_KINDS = frozenset(PUSHFORWARD_BLOCK + ("tangent_zeros",))
+BACKWARD_BLOCK = tuple(k for k in OriginKind if k.block == "pullback")   # a rule's pullback block
+PUSHFORWARD_BLOCK = tuple(k for k in OriginKind if k.block == "pushforward")   # ... its pushforward block
+TANGENT_KINDS = frozenset(k for k in OriginKind if k.phase == "tangent")
 
 
 def phase_of(origin) -> str:
     """An equation's phase: forward mode's tangent equations are neither forward nor backward."""
-    return "tangent" if origin.kind in TANGENT_KINDS else "backward" if origin.is_backward else "forward"
+    return origin.kind.phase
 
 
 @gc_paused
@@ -179,7 +181,7 @@ def to_networkx(tape: Tape, *, values=None, checks=None) -> nx.DiGraph:
                     kind = "residual"
                     src["residual"] = True
                 else:
-                    kind = "accumulate" if origin.kind == "accumulate" else "data"
+                    kind = "accumulate" if origin.kind is OriginKind.ACCUMULATE else "data"
                 add_edge(src["name"], eid, kind, pos)
             else:
                 text = format_literal(x.value)
@@ -251,7 +253,7 @@ def _exact_cotangents(tape: Tape) -> dict:
     structural zeros, the returned gradients). Pullback outputs are contributions, not totals."""
     out = {}
     for e in tape.eqns:
-        if e.origin.kind in ("seed", "accumulate", "zeros") and e.origin.of is not None:
+        if e.origin.kind in (OriginKind.SEED, OriginKind.ACCUMULATE, OriginKind.ZEROS) and e.origin.of is not None:
             out[e.outputs[0]] = repr(e.origin.of)
     n_values = getattr(tape, "n_values", len(tape.outputs))
     for i, g in zip(getattr(tape, "wrt", ()), tape.outputs[n_values:]):
@@ -495,7 +497,7 @@ def neighbourhood(graph, node, k: int) -> list[str]:
     >>> tapeviz.neighbourhood(graph, "%2", 1)
     ['%0', '%1', 'eq/%2', '%2', 'eq/%3', '%3']
     """
-    start = _resolve(graph, node)
+    start = resolve_node(graph, node)
     if k < 0:
         raise ValueError(f"k={k}: the window needs k >= 0 steps")
     hops = k * graph.graph.get("hops_per_step", 1)
@@ -522,7 +524,11 @@ def _adjacent(graph, n):
     yield from graph.pred[n]
 
 
-def _resolve(graph, node) -> str:
+def resolve_node(graph, node) -> str:
+    """The node of ``graph`` that ``node`` (an ``Eqn``, a ``Var`` or a name) refers to: the node
+    itself, the group holding it in a collapsed graph, or the equation of a name ("%7" for
+    "eq/%7") when only that is a node; a ``KeyError`` that says how nodes are named otherwise.
+    Unlike ``node_of``, a variable drawn on its own is itself, not its producing equation."""
     ref = node if isinstance(node, str) else ("eq/" + repr(node.outputs[0]) if isinstance(node, Eqn)
                                              else repr(node))
     if ref in graph:

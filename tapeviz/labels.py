@@ -3,7 +3,8 @@
 A node's label is a list of ``Row``s, formatted either as an HTML-like table (the default: a
 coloured header cell per primitive) or as plain text (for Graphviz builds without HTML-like
 labels, such as the WebAssembly one). Every string from the user is escaped for the format it
-lands in: HTML entities in tables, backslashes in plain DOT strings.
+lands in (``escaping``): HTML entities in tables (``dot_html_text``, shortened first by
+``cell_text``), backslashes in plain DOT strings (``dot_text``).
 """
 from __future__ import annotations
 
@@ -11,11 +12,11 @@ import colorsys
 import functools
 import re
 import zlib
-from html import escape as _html_escape
 from typing import NamedTuple
 
 import graphviz
 
+from .escaping import dot_html_text, dot_text
 from .graph import BACKWARD_BLOCK
 
 LABELS = ("html", "text")
@@ -72,13 +73,12 @@ def shorten(text, limit: int | None = MAX_TEXT) -> str:
     return text if limit is None or len(text) <= limit else text[:limit - 1] + "\u2026"
 
 
-def esc(text, limit: int | None = MAX_TEXT) -> str:
-    """Text for an HTML-like label: shortened, then every markup character escaped. Graphviz
-    expands backslash escapes (``\\N`` is the node's name) even in HTML-like labels, after
-    decoding entities, so a backslash is doubled rather than written as an entity."""
+def cell_text(text, limit: int | None = MAX_TEXT) -> str:
+    """Text for an HTML-like label: shortened (``shorten``), then escaped (``dot_html_text``);
+    text with nothing to escape or collapse, and short enough, is returned as it is."""
     if type(text) is str and (limit is None or len(text) <= limit) and _PLAIN.fullmatch(text):
         return text
-    return _html_escape(shorten(text, limit), quote=True).replace("\\", "\\\\")
+    return dot_html_text(shorten(text, limit))
 
 
 class Row(NamedTuple):
@@ -182,7 +182,7 @@ def node_attrs(rows: list[Row], style: str, *, failed: bool, current: bool, tint
     if labels == "html":
         cells = "".join(f"<TR>{_html_row(r)}</TR>" for r in rows)
         return {"label": (f'<<TABLE BORDER="{width}" CELLBORDER="0" CELLSPACING="0" CELLPADDING="2" '
-                          f'COLOR="{esc(frame)}" BGCOLOR="{esc(background)}"'
+                          f'COLOR="{dot_html_text(frame)}" BGCOLOR="{dot_html_text(background)}"'
                           f'{" STYLE=%srounded%s" % (chr(34), chr(34)) if rounded else ""}>{cells}</TABLE>>')}
     fill = tint or (FAILED[1] if failed else rows[0].colour or background)
     return {"label": text_label(rows), "shape": "box", "style": "filled,rounded" if rounded else "filled",
@@ -193,30 +193,30 @@ def _html_row(r: Row) -> str:
     if r.role == "head":
         return _html_head(r.text, r.extra, r.colour)
     if r.role == "name":
-        return f'<TD ALIGN="LEFT">{esc(r.text)}</TD>'
-    text = f"<B>{esc(r.text)}</B>" if r.role == "out" else esc(r.text)
+        return f'<TD ALIGN="LEFT">{cell_text(r.text)}</TD>'
+    text = f"<B>{cell_text(r.text)}</B>" if r.role == "out" else cell_text(r.text)
     return f'<TD ALIGN="LEFT"><FONT POINT-SIZE="9" COLOR="{ROW_COLOURS[r.role]}">{text}</FONT></TD>'
 
 
 @functools.lru_cache(maxsize=4096)
 def _html_head(text: str, extra: str, colour: str) -> str:
     """A header cell; the same few primitives and params recur all over a tape."""
-    small = f' <FONT POINT-SIZE="8">{esc(extra)}</FONT>' if extra else ""
-    colour = f' BGCOLOR="{esc(colour)}"' if colour else ""
-    return f'<TD ALIGN="LEFT"{colour}><B>{esc(text)}</B>{small}</TD>'
+    small = f' <FONT POINT-SIZE="8">{cell_text(extra)}</FONT>' if extra else ""
+    colour = f' BGCOLOR="{dot_html_text(colour)}"' if colour else ""
+    return f'<TD ALIGN="LEFT"{colour}><B>{cell_text(text)}</B>{small}</TD>'
 
 
 def text_label(rows: list[Row]) -> str:
     """Plain DOT text, one left-aligned line per row, backslashes escaped."""
     lines = [shorten(f"{r.text}  {r.extra}" if r.extra else r.text) for r in rows]
-    return graphviz.nohtml("".join(graphviz.escape(line) + "\\l" for line in lines))
+    return graphviz.nohtml("".join(dot_text(line) + "\\l" for line in lines))
 
 
 def plain(text: str, labels: str, *, bold: bool = False) -> str:
     """A cluster or graph title in either label format."""
     if labels == "html":
-        return f"<<B>{esc(text, None)}</B>>" if bold else f"<{esc(text, None)}>"
-    return graphviz.escape(shorten(text, None))
+        return f"<<B>{cell_text(text, None)}</B>>" if bold else f"<{cell_text(text, None)}>"
+    return dot_text(shorten(text, None))
 
 
 def legend(title, kinds: set, edge_kinds: set, primitives: set, labels: str, *, per_row: int = 5) -> str:
@@ -226,18 +226,18 @@ def legend(title, kinds: set, edge_kinds: set, primitives: set, labels: str, *, 
     if labels == "text":                 # a few entries a line: a label wider than the drawing is cut
         entries = [f"{look.word} frame: {look.text}" for look in looks] + [text for _, text in edges]
         lines = ([title] if title else []) + ["; ".join(entries[i:i + 3]) for i in range(0, len(entries), 3)]
-        return graphviz.nohtml("".join(graphviz.escape(line) + "\\l" for line in lines))
+        return graphviz.nohtml("".join(dot_text(line) + "\\l" for line in lines))
     cells = [_swatch(look.frame, look.background, look.width, look.text) for look in looks]
     for key, text in edges:
         arrow = "- - &#9654;" if key == "residual" else "&#8212;&#9654;"
         colour = EDGES[key][0].get("color", "#6b7280")
-        cells.append(f'<TD><FONT COLOR="{colour}">{arrow}</FONT></TD><TD ALIGN="LEFT">{esc(text)}</TD>')
+        cells.append(f'<TD><FONT COLOR="{colour}">{arrow}</FONT></TD><TD ALIGN="LEFT">{cell_text(text)}</TD>')
     cells += [_swatch("#9ca3af", primitive_colour(p), 1, p) for p in sorted(primitives)]
-    rows = [f'<TR><TD COLSPAN="{2 * per_row}" ALIGN="LEFT"><B>{esc(title, None)}</B></TD></TR>'] if title else []
+    rows = [f'<TR><TD COLSPAN="{2 * per_row}" ALIGN="LEFT"><B>{cell_text(title, None)}</B></TD></TR>'] if title else []
     rows += ["<TR>" + "".join(cells[i:i + per_row]) + "</TR>" for i in range(0, len(cells), per_row)]
     return '<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="2" CELLPADDING="2">' + "".join(rows) + "</TABLE>>"
 
 
 def _swatch(frame: str, background: str, width: int, text: str) -> str:
-    return (f'<TD BORDER="{width}" COLOR="{esc(frame)}" BGCOLOR="{esc(background)}" WIDTH="16"> </TD>'
-            f'<TD ALIGN="LEFT">{esc(text)}</TD>')
+    return (f'<TD BORDER="{width}" COLOR="{dot_html_text(frame)}" BGCOLOR="{dot_html_text(background)}" '
+            f'WIDTH="16"> </TD><TD ALIGN="LEFT">{cell_text(text)}</TD>')

@@ -1,12 +1,11 @@
 import os
-import sys
 
 import pytest
 from hypothesis import settings
 
-sys.path.insert(0, os.path.dirname(__file__))   # tests import the spec table as `specs`
+pytest.register_assert_rewrite("tests.support")   # the helpers' asserts show their values too
 
-from browser import ARTIFACTS, launch  # noqa: E402
+from tests.support.browser import ARTIFACTS, launch  # noqa: E402
 
 # Under CI (`make test` sets CI=true) the property tests draw the same examples on every run:
 # a landing never fails on an example no earlier run drew. Exploration is elsewhere: a plain

@@ -1,10 +1,11 @@
-"""The architecture as tests: imports point down the layers (no cycles, no function-local imports
-of the project's own modules hiding one), and ``ad`` loads without the drawing or widget stack.
-docs/architecture.md describes the layers these tests hold."""
+"""The architecture as tests (docs/architecture.md describes what they hold): the folder tree draws
+the layers, one entry per folder, and imports point down them; no import cycle, counting every
+import, top-level and function-local; no function-local import of the project's own modules but
+the optional ones named below; no module imports another's private names; no module over 600
+lines; a small flat core; and ``ad`` loads without the drawing or widget stack."""
 from __future__ import annotations
 
 import ast
-import pathlib
 import subprocess
 import sys
 
@@ -12,32 +13,56 @@ import networkx as nx
 import pytest
 
 from ad import tape
+from tests.support import ROOT
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGES = ("ad", "tapeviz")
+MAX_LINES = 600            # a module longer than this is a package in disguise
+MAX_CORE_MODULES = 16      # Python modules directly in ad/
 
-# Modules that may be imported inside a function, and why: each needs an optional dependency
-# that importing its parent must not require, or a dependency too slow to import with it.
+# The layers, bottom first, one entry per folder (a package and its subpackages are separate
+# entries): a module imports modules of its own folder, of folders listed before its own, and
+# (a package's ``__init__``, its facade) of its own subfolders.
+LAYERS = {
+    "ad": "core: errors, pytrees, tangents, samples, trace state, primitives, rule writing, the "
+          "machinery's primitives, dispatch, the tracer, tracing, the tape, the gradient tape",
+    "ad/lib": "the rule library: numpy's functions",
+    "ad/nn": "the rule library: neural-network functions",
+    "ad/reverse_mode": "lifting rules, building gradient tapes, the closure form",
+    "ad/passes": "optimisation: factor, fold, simplify, CSE, DCE",
+    "ad/compiler": "numpy source, long loops rolled, fused C loops, ad.compile",
+    "ad/forward_mode": "transposition, pushforwards from pullbacks",
+    "ad/transforms": "grad, vjp, jvp, linearize, Jacobians and Hessians, the tape cache",
+    "ad/scipy": "scipy's functions (odeint differentiates the user's function with ad.grad)",
+    "ad/scipy/special": "scipy.special's ufuncs and functions",
+    "ad/scipy/stats": "scipy.stats's distributions",
+    "ad/serialize": "JSON files",
+    "ad/onnx": "ONNX export",
+    "ad/onnx/importer": "ONNX import: a model as a traceable numpy function",
+    "ad/checks": "the checker of rules and programs",
+    "ad/checktools/fuzz": "the differential fuzzer",
+    "ad/checktools/mutants": "mutation scores of the rules' templates",
+    "ad/checktools": "the checker's tools: the command line, the gallery, coverage",
+    "ad/examples": "example programs",
+    "tapeviz": "the graph model, labels, grouping, drawings, figures, the renderer",
+    "tapeviz/debugger": "the debugger widget and its static pages",
+    "tapeviz/commands": "the command line, the demo and the notebook renderer",
+}
+
+# Project modules that may be imported inside a function, and why: each needs an optional
+# dependency that importing its parent must not require.
 OPTIONAL = {
     "ad.onnx": "needs the onnx package (the `onnx` extra)",
-    "ad.scipy.special": "imports scipy.special (~0.2 s, as much as `import ad`): ad.dispatch loads "
-                        "it when the first scipy.special ufunc reaches a tracer",
-    "ad.scipy": "the package of ad.scipy.special, loaded with it (it imports nothing itself)",
-    **dict.fromkeys(("ad.scipy.integrate", "ad.scipy.linalg", "ad.scipy.signal"),
-                    "import scipy's modules: ad.serialize loads them (and ad.scipy.special) when a "
-                    "saved tape names a scipy primitive"),
     "tapeviz.debugger": "needs ipywidgets (the widget is imported when first used)",
     "tapeviz.debugger.widget": "needs ipywidgets (the widget is imported when first used)",
 }
 
 
-def _modules() -> dict[str, pathlib.Path]:
+def _modules() -> dict[str, "pathlib.Path"]:
     out = {}
     for pkg in PACKAGES:
         for path in (ROOT / pkg).rglob("*.py"):
             parts = path.relative_to(ROOT).with_suffix("").parts
-            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-            out[name] = path
+            out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
     return out
 
 
@@ -45,13 +70,19 @@ MODULES = _modules()
 
 
 def _is_package(name: str) -> bool:
-    return MODULES.get(name, pathlib.Path()).name == "__init__.py"
+    return name in MODULES and MODULES[name].name == "__init__.py"
 
 
-def _resolve(importer: str, node: ast.ImportFrom | ast.Import) -> list[str]:
-    """The project modules an import statement loads (a package's ``__init__`` counts)."""
+def _folder(name: str) -> str:
+    """The folder a module's file lies in (a package's ``__init__`` lies in its own)."""
+    return str(MODULES[name].parent.relative_to(ROOT))
+
+
+def _resolve(importer: str, node: ast.ImportFrom | ast.Import) -> list[tuple[str, list[str]]]:
+    """The project modules an import statement loads, each with the names it takes from it
+    (a package's ``__init__`` counts; a submodule taken by name is loaded, not read from)."""
     if isinstance(node, ast.Import):
-        targets = [a.name for a in node.names]
+        found = [(a.name, []) for a in node.names]
     else:
         if node.level:
             base = importer.split(".")
@@ -61,124 +92,106 @@ def _resolve(importer: str, node: ast.ImportFrom | ast.Import) -> list[str]:
         else:
             module = node.module or ""
         subs = [f"{module}.{a.name}" for a in node.names if f"{module}.{a.name}" in MODULES]
-        targets = subs if len(subs) == len(node.names) else subs + [module]
-    out = []
+        names = [a.name for a in node.names if f"{module}.{a.name}" not in MODULES]
+        found = [(s, []) for s in subs] + ([(module, names)] if names else [])
     ancestors = {".".join(importer.split(".")[:k]) for k in range(1, importer.count(".") + 2)}
-    for t in targets:
-        if t.split(".")[0] not in PACKAGES:
+    out = []
+    for target, names in found:
+        if target.split(".")[0] not in PACKAGES:
             continue
-        parts = t.split(".")
-        out += [p for p in (".".join(parts[:k]) for k in range(1, len(parts) + 1))
-                if p in MODULES and p not in ancestors]
+        parts = target.split(".")
+        chain = [p for p in (".".join(parts[:k]) for k in range(1, len(parts) + 1)) if p in MODULES and p not in ancestors]
+        out += [(p, names if p == target else []) for p in chain]
     return out
 
 
-def _outside_functions(node):
-    """Import statements that run when the module loads (if/try/class blocks included)."""
-    for child in ast.iter_child_nodes(node):
-        if isinstance(child, (ast.Import, ast.ImportFrom)):
-            yield child
-        elif not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            yield from _outside_functions(child)
-
-
 def _imports(name: str):
-    """(module-level imports, function-local imports) of one module, as (lineno, target)."""
+    """(line, target, names, local) for every import of one module; ``local``: inside a function."""
     tree = ast.parse(MODULES[name].read_text())
-    top = [(node.lineno, t) for node in _outside_functions(tree) for t in _resolve(name, node)]
-    local = []
-    for fn in ast.walk(tree):
-        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            for sub in ast.walk(fn):
-                if isinstance(sub, (ast.Import, ast.ImportFrom)):
-                    local += [(sub.lineno, t) for t in _resolve(name, sub)]
-    return top, local
+    local = {id(sub) for fn in ast.walk(tree) if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+             for sub in ast.walk(fn) if isinstance(sub, (ast.Import, ast.ImportFrom))}
+    return [(node.lineno, target, names, id(node) in local)
+            for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))
+            for target, names in _resolve(name, node)]
+
+
+def _where(name: str, line: int) -> str:
+    return f"{MODULES[name].relative_to(ROOT)}:{line}"
 
 
 def test_no_function_local_imports_of_project_modules():
-    found = []
-    for name in sorted(MODULES):
-        for line, target in _imports(name)[1]:
-            if target not in OPTIONAL:
-                found.append(f"{MODULES[name].relative_to(ROOT)}:{line} imports {target}")
-    assert not found, ("function-local imports of the project's own modules (each one hides an "
-                       "import cycle; let the dependency point down instead):\n" + "\n".join(sorted(set(found))))
+    found = [f"{_where(name, line)} imports {target}" for name in sorted(MODULES)
+             for line, target, _, local in _imports(name) if local and target not in OPTIONAL]
+    assert not found, ("function-local imports of the project's own modules (each one hides a dependency "
+                       "that should point down; an optional one is listed in OPTIONAL):\n" + "\n".join(found))
 
 
-@pytest.mark.parametrize("package", PACKAGES)
-def test_no_import_cycles(package):
+def test_no_import_cycles_over_every_import():
     graph = nx.DiGraph()
     for name in MODULES:
-        if name.split(".")[0] == package:
-            graph.add_node(name)
-            top, local = _imports(name)
-            graph.add_edges_from((name, t) for _, t in top + local
-                                 if t.split(".")[0] == package and t not in OPTIONAL)
+        graph.add_node(name)
+        graph.add_edges_from((name, target) for _, target, _, _ in _imports(name))
     cycles = sorted(nx.simple_cycles(graph), key=len)
-    assert not cycles, f"import cycles in {package}: " + "; ".join(" -> ".join(c + c[:1]) for c in cycles[:5])
+    assert not cycles, "import cycles: " + "; ".join(" -> ".join(c + c[:1]) for c in cycles[:5])
 
 
-# The layers of ``ad`` (docs/architecture.md), bottom first: a module imports only modules of
-# its own layer or below. Package ``__init__`` modules are facades and are not listed.
-LAYERS = {
-    "foundations": ("ad.errors", "ad.pytree", "ad.tangents", "ad.samples"),
-    "trace state": ("ad.trace_state",),
-    "primitives": ("ad.primitives",),
-    "data model": ("ad.tape",),
-    "rule writing": ("ad.rrule",),
-    "machinery primitives": ("ad.core_prims",),
-    "tracing": ("ad.dispatch", "ad.tracer"),
-    "rule library": ("ad.lib.", "ad.nn.", "ad.scipy."),
-    "transformations": ("ad.lift", "ad.backward", "ad.closure", "ad.passes", "ad.codegen", "ad.reroll",
-                        "ad.cache", "ad.api", "ad.transpose", "ad.forward", "ad.jacobians",
-                        "ad.scipy.integrate", "ad.fused"),
-    "consumers": ("ad.serialize", "ad.onnx", "ad.checks", "ad.examples", "ad.nn.examples", "ad.lib.coverage"),
-}
+def test_no_module_imports_another_modules_private_names():
+    found = [f"{_where(name, line)} takes {n} from {target}" for name in sorted(MODULES)
+             for line, target, names, _ in _imports(name) for n in names
+             if n.startswith("_") and not n.startswith("__")]
+    assert not found, "private names taken across modules (make them public where they are defined):\n" + "\n".join(found)
 
 
-def _layer(name: str) -> int:
-    """The layer of a module: the most specific prefix in LAYERS wins."""
-    best = max(((len(p), i) for i, prefixes in enumerate(LAYERS.values()) for p in prefixes
-                if name == p or name.startswith(p if p.endswith(".") else p + ".")), default=None)
-    assert best is not None, f"{name} is in no layer of LAYERS (docs/architecture.md): add it"
-    return best[1]
+def test_no_module_is_over_600_lines():
+    long = {f"{path.relative_to(ROOT)}: {n}" for path in MODULES.values()
+            if (n := len(path.read_text().splitlines())) > MAX_LINES}
+    assert not long, f"modules over {MAX_LINES} lines (split them by concern into a package):\n" + "\n".join(sorted(long))
+
+
+def test_the_core_is_small_and_flat():
+    core = sorted(p.name for p in (ROOT / "ad").glob("*.py"))
+    assert len(core) <= MAX_CORE_MODULES, core
+
+
+def test_every_folder_is_a_layer():
+    folders = {_folder(name) for name in MODULES}
+    assert folders == set(LAYERS), (f"folders with no layer: {sorted(folders - set(LAYERS))}; "
+                                    f"layers with no folder: {sorted(set(LAYERS) - folders)}")
+
+
+def _rank(name: str) -> int:
+    return list(LAYERS).index(_folder(name))
 
 
 def test_imports_point_down_the_layers():
-    names = list(LAYERS)
     wrong = []
     for name in sorted(MODULES):
-        if name.split(".")[0] != "ad" or _is_package(name):
-            continue
-        for line, target in _imports(name)[0]:
-            if _is_package(target) and target != "ad":
-                continue
-            if _layer(target) > _layer(name):
-                wrong.append(f"{MODULES[name].relative_to(ROOT)}:{line} ({names[_layer(name)]}) "
-                             f"imports {target} ({names[_layer(target)]})")
+        for line, target, _, _ in _imports(name):
+            facade_of_its_own = _is_package(name) and target.startswith(name + ".")
+            if _rank(target) > _rank(name) and not facade_of_its_own:
+                wrong.append(f"{_where(name, line)} ({_folder(name)}) imports {target} ({_folder(target)})")
     assert not wrong, "imports pointing up the layers:\n" + "\n".join(wrong)
 
 
 def test_ad_never_imports_tapeviz():
-    found = [f"{name}:{line}" for name in MODULES if name.startswith("ad")
-             for line, target in sum(_imports(name), []) if target.startswith("tapeviz")]
+    found = [_where(name, line) for name in MODULES if name.startswith("ad")
+             for line, target, _, _ in _imports(name) if target.startswith("tapeviz")]
     assert not found, found
 
 
-def test_the_resolver_follows_relative_and_package_imports():
-    """What the two tests above rely on: relative imports resolve to modules, a package's
-    ``__init__`` counts as imported, and a function-local import is seen."""
+def test_the_resolver_follows_relative_package_and_local_imports():
+    """What the tests above rely on: relative imports resolve to modules, a package's
+    ``__init__`` counts as imported, names taken are seen, and a function-local import is seen."""
     def resolve(importer, code):
         return _resolve(importer, ast.parse(code).body[0])
-    assert resolve("ad.api", "from .tape import Tape") == ["ad.tape"]
-    assert resolve("ad.lib.shape", "from ..core_prims import reshape_p") == ["ad.core_prims"]
-    assert resolve("ad.lib.shape", "from .reductions import normalize_axis") == ["ad.lib.reductions"]
-    assert resolve("ad.lib.shape", "from .. import pytree") == ["ad.pytree"]
-    assert resolve("ad.tape", "from .lib.indexing import getitem_p") == ["ad.lib", "ad.lib.indexing"]
-    assert resolve("ad", "from . import lib") == ["ad.lib"]
+    assert resolve("ad.transforms.gradients", "from ..tape import Tape") == [("ad.tape", ["Tape"])]
+    assert resolve("ad.lib.shape", "from ..core_prims import reshape_p") == [("ad.core_prims", ["reshape_p"])]
+    assert resolve("ad.lib.shape", "from .reductions import _x") == [("ad.lib.reductions", ["_x"])]
+    assert resolve("ad.lib.shape", "from .. import pytree") == [("ad.pytree", [])]
+    assert resolve("ad.tape", "from .lib.indexing import getitem_p") == [("ad.lib", []), ("ad.lib.indexing", ["getitem_p"])]
     assert resolve("tapeviz.graph", "import numpy") == []
-    assert ("ad.tape" in {t for _, t in _imports("ad.backward")[0]})
-    assert _layer("ad.tape") < _layer("ad.lib.shape") < _layer("ad.api") < _layer("ad.nn.examples")
+    assert any(t == "ad.onnx" and local for _, t, _, local in _imports("ad"))
+    assert _rank("ad.tape") < _rank("ad.lib.shape") < _rank("ad.transforms.gradients") < _rank("ad.examples.networks")
 
 
 def test_ad_imports_without_the_drawing_and_widget_stack():
@@ -219,7 +232,7 @@ def test_nothing_assigns_to_the_fields_of_the_tapes_objects():
     fields = {f for name in TAPE_CLASSES for f in getattr(tape, name).__slots__}
     writes = [f"{name}:{line}: {text}" for name, path in MODULES.items()
               for line, text in _field_writes(ast.parse(path.read_text()), fields)
-              if not (name == "ad.tape" and text.startswith("self."))]    # their __init__
+              if not (name in ("ad.tape", "ad.origins") and text.startswith("self."))]    # their __init__
     assert not writes, "assignments to a tape object's fields:\n" + "\n".join(writes)
     tree = ast.parse("e.inputs = ()\nx.source = 's'\nsetattr(v, 'aval', None)\nclass R:\n    def f(self):\n"
                      "        self.origin = None\n        e.origin = None\n")

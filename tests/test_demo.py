@@ -1,11 +1,11 @@
-"""``make demo`` (``python -m tapeviz.demo``): the README's first command prints the traced program,
+"""``make demo`` (``python -m tapeviz.commands.demo``): the README's first command prints the traced program,
 the lifted gradient tape, its compiled numpy source and the checker's report for a small MLP, and
 writes the joint, forward, backward and collapsed figures."""
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from tapeviz import demo
+from tapeviz.commands import demo
 
 FIGURES = ("mlp_joint.svg", "mlp_forward.svg", "mlp_backward.svg", "mlp_collapsed.svg")
 

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import ad
+from tests.support import ROOT
 
 OWN_TESTS = ("ad.checks", "ad.serialize")     # packages whose examples run in their own folder
 
@@ -32,7 +33,7 @@ def _examples():
 
 def _pages():
     parser = doctest.DocTestParser()
-    for page in sorted((Path(__file__).parents[1] / "docs").glob("*.md")):
+    for page in sorted((ROOT / "docs").glob("*.md")):
         test = parser.get_doctest(page.read_text(), {"np": np, "ad": ad}, f"docs/{page.name}", str(page), 0)
         if test.examples:
             yield pytest.param(test, id=test.name)
@@ -43,7 +44,7 @@ EXAMPLES = list(_examples()) + list(_pages())
 
 def test_the_public_api_has_examples():
     names = {t.values[0].name for t in EXAMPLES}
-    for fn in ("ad.api.trace", "ad.api.grad", "ad.api.vjp", "ad.rrule.rrule", "ad.backward.backpropagate",
+    for fn in ("ad.tracing.trace", "ad.transforms.gradients.grad", "ad.transforms.gradients.vjp", "ad.rules.rrule", "ad.rules.backpropagate",
                "docs/complex.md"):
         assert fn in names, f"{fn} lost its docstring example"
 

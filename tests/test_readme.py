@@ -5,8 +5,8 @@ import pathlib
 import re
 import subprocess
 import sys
+from tests.support import ROOT
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def test_the_ten_line_example_prints_the_listing_shown():

@@ -8,7 +8,7 @@ import numpy as np
 from ..core_prims import project
 from ..tangents import Thunk, ZeroTangent, is_zero
 from .captures import changed, describe, external, raised_at, shares, snapshot
-from .base import check, combine, dense, normalize
+from .base import computes, combine, dense, normalize
 from .settings import exact_rtol
 
 
@@ -16,7 +16,7 @@ def _max(g) -> float:
     return float(np.max(np.abs(g), initial=0.0))
 
 
-@check("algebra.zero")
+@computes("algebra.zero")
 def _zero(ctx):
     zeros = [np.zeros(a.shape, a.dtype) for a in ctx.case.out_avals]
     gs = ctx.grads(ctx.pullback(), zeros)
@@ -29,7 +29,7 @@ def _zero(ctx):
         ctx.add("algebra.zero", "pass", "pullback(0) == 0 exactly")
 
 
-@check("algebra.zero_tangent")
+@computes("algebra.zero_tangent")
 def _zero_tangent(ctx):
     outs = ctx.case.out_avals
     bad = []
@@ -52,7 +52,7 @@ def _zero_tangent(ctx):
         ctx.add("algebra.zero_tangent", "pass", f"ZeroTangent() in each of {len(outs)} output slot(s) gives zeros")
 
 
-@check("algebra.linearity")
+@computes("algebra.linearity")
 def _linearity(ctx):
     u, v = ctx.primary_cts(), ctx.random_cts()
     a, b = (float(s * m) for s, m in zip(ctx.rng.choice([-1.0, 1.0], 2), ctx.rng.uniform(0.5, 2.0, 2)))
@@ -87,7 +87,7 @@ def _identical(g1, g2) -> bool:
     return np.array_equal(np.asarray(g1), np.asarray(g2), equal_nan=True)
 
 
-@check("algebra.twice")
+@computes("algebra.twice")
 def _twice(ctx):
     u = ctx.primary_cts()
     pb = ctx.pullback()
@@ -101,7 +101,7 @@ def _twice(ctx):
         ctx.add("algebra.twice", "pass", "identical results on a second call")
 
 
-@check("algebra.thunk")
+@computes("algebra.thunk")
 def _thunk(ctx):
     u = ctx.primary_cts()
     pb = ctx.pullback()
@@ -129,7 +129,7 @@ def _thunk(ctx):
 
 # -- mutation and aliasing -------------------------------------------------------------------------
 
-@check("mutation.cotangent")
+@computes("mutation.cotangent")
 def _mut_cotangent(ctx):
     cts = [np.array(c, copy=True) for c in ctx.primary_cts()]
     for c in cts:
@@ -152,7 +152,7 @@ def _mut_cotangent(ctx):
         ctx.add("mutation.cotangent", "pass", "the incoming cotangent (passed read-only) is unchanged")
 
 
-@check("mutation.inputs")
+@computes("mutation.inputs")
 def _mut_inputs(ctx):
     ops = ctx.case.fresh_operands()
     named = {f"operand {i}": x for i, x in enumerate(ops) if isinstance(x, np.ndarray)}
@@ -170,7 +170,7 @@ def _mut_inputs(ctx):
         ctx.add("mutation.inputs", "pass", "operands unchanged by the rule and its pullback")
 
 
-@check("mutation.captures")
+@computes("mutation.captures")
 def _mut_captures(ctx):
     _, pb = ctx.case.call()
     held = external(pb)
@@ -185,7 +185,7 @@ def _mut_captures(ctx):
         ctx.add("mutation.captures", "pass", f"{len(held)} captured array(s) unchanged", {"captured": sorted(held)})
 
 
-@check("mutation.aliasing")
+@computes("mutation.aliasing")
 def _aliasing(ctx):
     ops = ctx.case.fresh_operands()
     _, pb = ctx.case.call(ops)

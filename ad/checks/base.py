@@ -1,6 +1,6 @@
 """The bottom of the checker: the registry of checks and what the rule checks share.
 
-Check modules register one function per check of ``settings`` with ``@check(name)``: a rule
+Check modules register one function per check of ``settings`` with ``@computes(name)``: a rule
 check (``settings.RULE_CHECKS``) is called with a ``Context`` and adds its result to it; a
 program check (``settings.PROGRAM_CHECKS``) is called with a ``ProgramRecord`` and returns a
 ``Verdict``. ``rule.run_checks`` and ``program.check`` run them in the order of the tables.
@@ -23,8 +23,9 @@ from .settings import CHECK_NAMES, Options
 CHECKS: dict[str, Callable] = {}
 
 
-def check(name: str):
-    """Register the function that computes the check ``name`` (see the module docstring)."""
+def computes(name: str):
+    """Register the decorated function as the one that computes the check ``name`` (see the
+    module docstring); ``ad.check`` and ``ad.check_rule`` run what is registered."""
     if name not in CHECK_NAMES:
         raise ValueError(f"{name!r} is not a check of settings.RULE_CHECKS or settings.PROGRAM_CHECKS")
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..lift import lift
+from ..reverse_mode.lift import lift
 from ..tape import format_eqn, freeze_params
-from .base import check
+from .base import computes
 from .captures import describe, external, shares
 from .forms import closure_cotangents, compare_cotangents
 
@@ -21,7 +21,7 @@ def _lifted(ctx):
     return ctx.lifted
 
 
-@check("lifted.form")
+@computes("lifted.form")
 def _form(ctx):
     lifted = _lifted(ctx)
     if lifted.fallback:
@@ -48,7 +48,7 @@ def _differs(b: dict) -> str:
             + (f" (template: {b['template_equation']})" if b["template_equation"] else ""))
 
 
-@check("lifted.agree")
+@computes("lifted.agree")
 def _agree(ctx):
     lifted = _lifted(ctx)
     if lifted.fallback:
@@ -83,7 +83,7 @@ def _perturb(a: np.ndarray, rng) -> bool:
     return True
 
 
-@check("lifted.after_mutation")
+@computes("lifted.after_mutation")
 def _after_mutation(ctx):
     state = _outside(ctx)
     if not state:
@@ -118,7 +118,7 @@ def _after_mutation(ctx):
         ctx.add("lifted.after_mutation", "pass", f"unchanged after mutating {moved}", {"mutated": moved})
 
 
-@check("lifted.captures")
+@computes("lifted.captures")
 def _captures(ctx):
     floats = sorted(n for n, a in _outside(ctx).items() if np.issubdtype(a.dtype, np.inexact))
     if floats:

@@ -20,12 +20,13 @@ from typing import Callable
 
 import numpy as np
 
-from ..api import vjp
+from ..transforms.gradients import vjp
 from ..core_prims import project
 from ..tangents import is_zero
-from .base import Verdict, check, dense, normalize, random_cotangent
-from .fd import (_flat64, _pairing_weights, as64, basis, coordinate, coordinates, cotangent_of,
-                 directional_derivative, jacobian, max_step, one_sided_derivative, pair, random_like, refined)
+from .base import Verdict, computes, dense, normalize, random_cotangent
+from .fd import (flat64, pairing_weights, as64, basis, coordinate, coordinates, cotangent_of,
+                 directional_derivative, jacobian, max_step, one_sided_derivative, pair, random_like,
+                 refined)
 from .settings import fd_rtol
 
 MAX_BRACKET = 512        # coordinates of a kink bracket
@@ -37,7 +38,8 @@ def _is_float(y) -> bool:
     return np.issubdtype(np.asarray(y).dtype, np.inexact)
 
 
-def _merge(xs, wrt, sub):
+def with_replaced(xs, wrt, sub):
+    """``xs`` with the items at positions ``wrt`` replaced by ``sub``."""
     out = list(xs)
     for i, v in zip(wrt, sub):
         out[i] = v
@@ -86,13 +88,13 @@ def dot_check(fn, pullback, xs, wrt, *, domains, rng, directions, rtol) -> Verdi
     xs = list(xs)
     with np.errstate(all="ignore"):
         y0 = fn(*xs)
-    p = _Probe(lambda *a: fn(*_merge(xs, wrt, a)), [as64(xs[i]) for i in wrt],
+    p = _Probe(lambda *a: fn(*with_replaced(xs, wrt, a)), [as64(xs[i]) for i in wrt],
                [None if domains is None else domains[i] for i in wrt], pullback, xs, list(wrt), y0, rtol, rng)
     rows = []
     for _ in range(directions):
         us = [random_like(x, rng) for x in p.sub]
         vs = [random_cotangent(np.shape(y), np.asarray(y).dtype, rng) for y in y0]
-        v = _pairing_weights(vs)       # <J u, v> = dot(_flat64(J u), v): the real pairing
+        v = pairing_weights(vs)       # <J u, v> = dot(flat64(J u), v): the real pairing
         g = p.grads(vs)
         rhs = float(sum(pair(gi, u) for u, gi in zip(us, g)))
         est = p.derivative(us)
@@ -125,7 +127,7 @@ def dot_check(fn, pullback, xs, wrt, *, domains, rng, directions, rtol) -> Verdi
 
 def _classify(p: _Probe, us, vs, g, row) -> Verdict:
     """Judge a mismatch (or a stencil that does not converge) by the kind of point."""
-    v = _pairing_weights(vs)
+    v = pairing_weights(vs)
     dp, dm = p.derivative(us, side=1), p.derivative(us, side=-1)
     if not (dp.converged and dm.converged):
         row["point"] = "discontinuity"
@@ -168,7 +170,7 @@ def _flat_both_sides(p: _Probe, g) -> list[int]:
 
         def at(t, k=k, x=x, u=u):
             with np.errstate(all="ignore"):
-                return _flat64(p.f(*_merge(p.sub, [k], [x + t * u])))
+                return flat64(p.f(*with_replaced(p.sub, [k], [x + t * u])))
         if all(_equal(at(t), at(t / 2)) for t in (h, -h, h / 1000, -h / 1000)):
             flat.append(p.wrt[k])
     return flat
@@ -191,7 +193,7 @@ def _conjugated(p: _Probe, us, vs, row) -> bool:
 
 def _smooth_failure(p: _Probe, us_all, vs, g, row) -> Verdict:
     lhs, rhs = row["lhs"], row["rhs"]
-    v = _pairing_weights(vs)
+    v = pairing_weights(vs)
     failing = []
     for k in range(len(p.sub)):
         us = [np.zeros_like(x) for x in p.sub]
@@ -223,7 +225,7 @@ def _named(name, index, part) -> str:
 
 
 def _output_coordinate(r: int, y0) -> tuple[int, str | None]:
-    """Row ``r`` of a real Jacobian (``_flat64`` order) as (flat output element, part)."""
+    """Row ``r`` of a real Jacobian (``flat64`` order) as (flat output element, part)."""
     start = elements = 0
     for y in y0:
         n = coordinates(y)
@@ -250,7 +252,7 @@ def _jacobian_report(p: _Probe, k: int) -> dict:
     """The full real Jacobian of the failing argument by finite differences and from the
     pullback (one basis cotangent per real output coordinate), with its worst entries; a complex
     value has a row (column) for the real and one for the imaginary part of each element."""
-    m, n = int(np.size(_flat64(p.y0))), coordinates(p.sub[k])
+    m, n = int(np.size(flat64(p.y0))), coordinates(p.sub[k])
     if m * n > MAX_JACOBIAN:
         return {"skipped": f"{m}x{n} is too large to report"}
 
@@ -261,7 +263,7 @@ def _jacobian_report(p: _Probe, k: int) -> dict:
     for r in range(m):
         e = np.zeros(m)
         e[r] = 1.0
-        rows.append(_pairing_weights([p.grads(cotangent_of(e, p.y0))[k]]))
+        rows.append(pairing_weights([p.grads(cotangent_of(e, p.y0))[k]]))
     j_rule = np.stack(rows) if rows else np.zeros((0, n))
     err = np.abs(j_rule - j_fd)
     order = np.argsort(err, axis=None)[::-1][:5]
@@ -307,7 +309,7 @@ def _bracket(p: _Probe, v, g) -> Verdict:
 
 # -- the rule checks that use it -------------------------------------------------------------------
 
-def _impl(ctx):
+def primitive_function(ctx):
     """The primitive as a function of its operands, what finite differences differentiate. A
     primitive that ``checks_values`` is its first operand (its check refuses points off a
     constraint, such as phase_free's, where any finite-difference step may land)."""
@@ -319,37 +321,39 @@ def _impl(ctx):
     return fn
 
 
-def _rule_pullback(ctx):
+def rule_pullback(ctx):
+    """The rule's pullback at the case's operands, as a function of the output cotangents."""
     def pb(vs):
         return ctx.grads(ctx.pullback(), vs)
     return pb
 
 
-def _with_cotangent(ctx) -> list[int]:
+def with_cotangent(ctx) -> list[int]:
+    """The differentiable operands whose cotangent the rule does not leave structurally zero."""
     gs = [project(a, r) for a, r in zip(ctx.case.avals, ctx.raw)]
     return [i for i, (g, d) in enumerate(zip(gs, ctx.case.diff)) if d and not is_zero(g)]
 
 
-@check("fd.dot_product")
+@computes("fd.dot_product")
 def _fd(ctx):
-    wrt = _with_cotangent(ctx)
+    wrt = with_cotangent(ctx)
     if not wrt:
         ctx.add("fd.dot_product", "skipped", "no operand has a cotangent (see cotangent.no_tangent)")
         return
     rtol = fd_rtol(ctx.case.dtypes)
-    v = dot_check(_impl(ctx), _rule_pullback(ctx), ctx.case.fresh_operands(), wrt, domains=ctx.case.domains,
+    v = dot_check(primitive_function(ctx), rule_pullback(ctx), ctx.case.fresh_operands(), wrt, domains=ctx.case.domains,
                   rng=ctx.rng, directions=ctx.opts.directions, rtol=rtol)
     ctx.add("fd.dot_product", v.status, v.message, v.numbers)
 
 
-@check("cotangent.no_tangent")
+@computes("cotangent.no_tangent")
 def _no_tangent(ctx):
-    with_ct = set(_with_cotangent(ctx))
+    with_ct = set(with_cotangent(ctx))
     idx = [i for i, d in enumerate(ctx.case.diff) if d and i not in with_ct]
     if not idx:
         ctx.add("cotangent.no_tangent", "skipped", "every differentiated float operand has a cotangent")
         return
-    fn, ops = _impl(ctx), ctx.case.fresh_operands()
+    fn, ops = primitive_function(ctx), ctx.case.fresh_operands()
     y0 = fn(*ops)
     size = max([float(np.max(np.abs(y), initial=0.0)) for y in y0 if _is_float(y)] + [1.0])
     rtol = fd_rtol(ctx.case.dtypes)
@@ -357,7 +361,7 @@ def _no_tangent(ctx):
     for i in idx:
         x = as64(ops[i])
         u = random_like(x, ctx.rng)
-        est = refined(directional_derivative, lambda a, i=i: fn(*_merge(ops, [i], [a])), [x], [u],
+        est = refined(directional_derivative, lambda a, i=i: fn(*with_replaced(ops, [i], [a])), [x], [u],
                       domains=[ctx.case.domains[i]])
         if not est.converged:
             jumps.append(i)
@@ -372,19 +376,19 @@ def _no_tangent(ctx):
                 + (f" (not differentiable at this point: {jumps})" if jumps else ""))
 
 
-@check("second_order.dot_product")
+@computes("second_order.dot_product")
 def _second_order(ctx):
     if not ctx.opts.second_order:
         ctx.add("second_order.dot_product", "skipped", "not requested (pass second_order=True)")
         return
     case = ctx.case
-    wrt = _with_cotangent(ctx)
+    wrt = with_cotangent(ctx)
     outs = [k for k, a in enumerate(case.out_avals) if a.is_float]
     zeros = [np.zeros(a.shape, a.dtype) for a in case.out_avals]
 
     def g(*a):
-        ops = _merge(case.operands, wrt, a[:len(wrt)])
-        cts = _merge(zeros, outs, a[len(wrt):])
+        ops = with_replaced(case.operands, wrt, a[:len(wrt)])
+        cts = with_replaced(zeros, outs, a[len(wrt):])
         raw = normalize(case.rule(*ops, **case.params)[1](case.pack(cts)))
         return [project(case.avals[i], raw[i]) for i in wrt]
     xs = [case.fresh_operands()[i] for i in wrt] + [

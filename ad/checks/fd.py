@@ -44,7 +44,7 @@ def _real_parts(v) -> list[np.ndarray]:
         else [np.ravel(np.asarray(v, dtype=np.float64))]
 
 
-def _flat64(y) -> np.ndarray:
+def flat64(y) -> np.ndarray:
     """Outputs flattened into one real float64 vector (complex ones as real, then imaginary parts)."""
     parts = [p for v in _leaves(y) for p in _real_parts(v)]
     return np.concatenate(parts) if parts else np.zeros(0)
@@ -55,10 +55,10 @@ def pair(a, b) -> float:
     return float(np.sum(np.real(np.asarray(a) * np.asarray(b))))
 
 
-def _pairing_weights(vs) -> np.ndarray:
-    """``w`` with ``dot(_flat64(t), w) == sum(pair(v, t))``: ``Re v`` against the real parts of a
+def pairing_weights(vs) -> np.ndarray:
+    """``w`` with ``dot(flat64(t), w) == sum(pair(v, t))``: ``Re v`` against the real parts of a
     tangent, ``-Im v`` against its imaginary parts."""
-    return _flat64([np.conj(v) for v in vs])
+    return flat64([np.conj(v) for v in vs])
 
 
 def random_like(x, rng: np.random.Generator) -> np.ndarray:
@@ -82,7 +82,7 @@ def _evaluator(f, xs, us):
 
 def _stencil(f, xs, us, h) -> np.ndarray:
     at = _evaluator(f, xs, us)
-    return (_flat64(at(-2 * h)) - 8 * _flat64(at(-h)) + 8 * _flat64(at(h)) - _flat64(at(2 * h))) / (12 * h)
+    return (flat64(at(-2 * h)) - 8 * flat64(at(-h)) + 8 * flat64(at(h)) - flat64(at(2 * h))) / (12 * h)
 
 
 def max_step(xs, us, domains) -> float:
@@ -137,7 +137,7 @@ def directional_derivative(f: Callable, xs: Sequence[np.ndarray], us: Sequence[n
     d2 = _stencil(f, xs, us, h / 2)
     with np.errstate(all="ignore"):
         y0 = f(*xs)
-    noise = 50 * _eps(y0) * max(float(np.max(np.abs(_flat64(y0)), initial=0.0)), 1.0) / h
+    noise = 50 * _eps(y0) * max(float(np.max(np.abs(flat64(y0)), initial=0.0)), 1.0) / h
     return _judge(d1, d2, d2 + (d2 - d1) / 15.0, h, noise)   # Richardson: the stencil's error is O(h^4)
 
 
@@ -149,8 +149,8 @@ def one_sided_derivative(f: Callable, xs, us, side: int, *, step: float | None =
     h = _base_step(xs, us, step, domains)
     at = _evaluator(f, xs, us)
     y0 = at(0.0)
-    f0 = _flat64(y0)
-    fs = {k: _flat64(at(side * k * h)) for k in (0.5, 1.0, 2.0)}
+    f0 = flat64(y0)
+    fs = {k: flat64(at(side * k * h)) for k in (0.5, 1.0, 2.0)}
 
     def d(k):   # second-order one-sided difference with step k*h
         return side * (-3 * f0 + 4 * fs[k] - fs[2 * k]) / (2 * k * h)
@@ -180,7 +180,7 @@ def coordinates(x) -> int:
 
 
 def coordinate(k: int, x) -> tuple[tuple, str | None]:
-    """Real coordinate ``k`` of ``x`` (the order of ``_flat64``) as (element index, part):
+    """Real coordinate ``k`` of ``x`` (the order of ``flat64``) as (element index, part):
     part is None for a real ``x``, "real" or "imag" for a complex one."""
     n = int(np.size(x))
     part = None if not np.iscomplexobj(x) else ("real" if k < n else "imag")
@@ -189,8 +189,8 @@ def coordinate(k: int, x) -> tuple[tuple, str | None]:
 
 def cotangent_of(w, like) -> list[np.ndarray]:
     """The cotangents ``vs`` (one per leaf of ``like``) whose pairing weights are ``w``:
-    ``pair(vs, t) == dot(w, _flat64(t))`` for every tangent ``t``; the inverse of
-    ``_pairing_weights``. A unit ``w`` picks one real coordinate of the outputs."""
+    ``pair(vs, t) == dot(w, flat64(t))`` for every tangent ``t``; the inverse of
+    ``pairing_weights``. A unit ``w`` picks one real coordinate of the outputs."""
     out, start = [], 0
     for leaf in _leaves(like):
         leaf = np.asarray(leaf)
@@ -216,7 +216,7 @@ def basis(xs, i: int, k: int) -> list[np.ndarray]:
 
 
 def jacobian(f: Callable, xs, i: int, *, domains=None, side: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """The real Jacobian of ``f`` (outputs flattened by ``_flat64``) with respect to input ``i``,
+    """The real Jacobian of ``f`` (outputs flattened by ``flat64``) with respect to input ``i``,
     one column per real coordinate (``coordinate``: a complex input has a column for the real
     and one for the imaginary part of each element), central (``side=0``) or one-sided; also
     which columns converged."""
@@ -227,7 +227,7 @@ def jacobian(f: Callable, xs, i: int, *, domains=None, side: int = 0) -> tuple[n
                refined(one_sided_derivative, f, xs, us, domains=domains, side=side))
         cols.append(est.value)
         ok.append(est.converged)
-    m = np.size(_flat64(f(*xs)))
+    m = np.size(flat64(f(*xs)))
     return (np.stack(cols, axis=1) if cols else np.zeros((m, 0))), np.array(ok, dtype=bool)
 
 
@@ -251,5 +251,5 @@ def dot_product_test(f: Callable, pullback: Callable, xs, *, rng: np.random.Gene
                                      xs, us, domains=domains)
         cts = pullback(type(y)(vs) if isinstance(y, (tuple, list)) else vs[0])
         rhs = sum(pair(cts[i], us[i]) for i in wrt if cts[i] is not None)
-        lhs = float(np.dot(est.value, _pairing_weights(vs)))
+        lhs = float(np.dot(est.value, pairing_weights(vs)))
         yield lhs, rhs, est

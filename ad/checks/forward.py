@@ -1,4 +1,4 @@
-"""Forward-mode checks: the pushforwards ``ad.forward`` derives from the rules, and the
+"""Forward-mode checks: the pushforwards ``ad.forward_mode.pushforward`` derives from the rules, and the
 declarations they are derived with.
 
 - ``forward.linear``: a ``linear_in`` / ``multilinear_in`` declaration holds: the primitive
@@ -22,17 +22,19 @@ import zlib
 
 import numpy as np
 
-from ..api import trace
+from ..tracing import trace
 from ..errors import NonDifferentiableError
-from ..forward import derive, pushforward
-from ..lift import lift
+from ..forward_mode.pushforward import derive, pushforward
+from ..reverse_mode.lift import lift
+from ..origins import OriginKind
+from ..origins import OriginKind
 from ..tape import eval_tape, freeze_params
-from ..transpose import NotLinearError, transpose
-from .base import Verdict, check, dense, random_cotangent
+from ..forward_mode.transposition import NotLinearError, transpose
+from .base import Verdict, computes, dense, random_cotangent
 from .captures import describe, location
-from .derivatives import _impl, _merge
-from .fd import _flat64, _pairing_weights, as64, directional_derivative, one_sided_derivative, pair, \
-    random_like, refined
+from .derivatives import primitive_function, with_replaced
+from .fd import (flat64, pairing_weights, as64, directional_derivative, one_sided_derivative, pair,
+                 random_like, refined)
 from .settings import exact_rtol, fd_rtol
 
 
@@ -79,7 +81,7 @@ def _max(ys) -> float:
     return max([float(np.max(np.abs(y), initial=0.0)) for y in ys] + [0.0])
 
 
-@check("forward.linear")
+@computes("forward.linear")
 def _linear(ctx):
     name, case = "forward.linear", ctx.case
     groups, why = _groups(ctx)
@@ -90,7 +92,7 @@ def _linear(ctx):
         ctx.add(name, "skipped", f"{case.prim.name} is {case.prim.kind}"
                 + (" and checks its values" if case.prim.checks_values else "") + ": not evaluated at other points")
         return
-    r, fn, tol = rng(ctx, name), _impl(ctx), fd_rtol(case.dtypes)
+    r, fn, tol = rng(ctx, name), primitive_function(ctx), fd_rtol(case.dtypes)
     a = 1.75
     for group in groups:
         xs = [case.fresh_operands()[k] for k in group]
@@ -98,7 +100,7 @@ def _linear(ctx):
 
         def f(vals, group=group):
             return [np.asarray(y, np.complex128 if np.iscomplexobj(y) else np.float64)
-                    for y in fn(*_merge(case.fresh_operands(), group, vals))]
+                    for y in fn(*with_replaced(case.fresh_operands(), group, vals))]
         fx, fy = f(xs), f(ys)
         scaled = f([_like(x, a * np.asarray(x)) for x in xs])
         summed = f([_like(x, np.asarray(x) + np.asarray(y)) for x, y in zip(xs, ys)])
@@ -119,7 +121,7 @@ def _linear(ctx):
                "each of operands " + str([g[0] for g in groups]) + " alone"))
 
 
-@check("forward.transpose")
+@computes("forward.transpose")
 def _transpose(ctx):
     name, case = "forward.transpose", ctx.case
     groups, why = _groups(ctx)
@@ -129,7 +131,7 @@ def _transpose(ctx):
     r, tol, rows = rng(ctx, name), fd_rtol(case.dtypes), []
     for group in groups:
         ops = case.fresh_operands()
-        tape = trace(lambda *lin, group=group: case.prim.bind(*_merge(ops, group, lin), **case.params),
+        tape = trace(lambda *lin, group=group: case.prim.bind(*with_replaced(ops, group, lin), **case.params),
                      *[ops[k] for k in group])
         values = tape.flatten_args(tuple(ops[k] for k in group))
         try:
@@ -164,7 +166,7 @@ def _dense_outputs(touts, avals) -> list:
     return [np.zeros(a.shape, a.dtype) if t is None else np.asarray(t) for t, a in zip(touts, avals)]
 
 
-@check("forward.frule")
+@computes("forward.frule")
 def _frule(ctx):
     name, case = "forward.frule", ctx.case
     prim = case.prim
@@ -190,18 +192,18 @@ def _frule(ctx):
                   for x, y in zip(a, b)) if a else 0.0
         if not err <= tol:
             wrt = [k for k, t in enumerate(ts) if t is not None]
-            est = refined(directional_derivative, _impl(ctx), [as64(ops[k]) for k in wrt], [ts[k] for k in wrt],
+            est = refined(directional_derivative, primitive_function(ctx), [as64(ops[k]) for k in wrt], [ts[k] for k in wrt],
                           domains=[case.domains[k] for k in wrt]) if wrt else None
             fd, right = None, ""
             if est is not None and est.converged:
                 fd = est.value
-                e_given, e_derived = (float(np.max(np.abs(_flat64(x) - fd), initial=0.0)) for x in (a, b))
+                e_given, e_derived = (float(np.max(np.abs(flat64(x) - fd), initial=0.0)) for x in (a, b))
                 right = ("; finite differences side with the derived one: the frule is wrong"
                          if e_derived < e_given else "; finite differences side with the frule: the rrule is wrong "
                          "(see fd.dot_product)")
             ctx.add(name, "fail", f"the frule and the pushforward derived from the rrule differ (relative "
                     f"difference {err:.3g}, allowed {tol:.2g}){right}",
-                    {"frule": _flat64(a), "derived": _flat64(b), "fd": fd, "max_relative_difference": err},
+                    {"frule": flat64(a), "derived": flat64(b), "fd": fd, "max_relative_difference": err},
                     source=where)
             return
     ctx.add(name, "pass", f"the frule and the pushforward derived from the rrule agree over "
@@ -228,7 +230,7 @@ def compare_jvp(fn, jvp, pullback, xs, wrt, *, domains, rng, directions, rtol, w
     doms = [None if domains is None else domains[i] for i in wrt]
 
     def f(*a):
-        return fn(*_merge(xs, wrt, a))
+        return fn(*with_replaced(xs, wrt, a))
     rows = []
     for n in range(directions + 1):
         if n < directions:
@@ -238,8 +240,8 @@ def compare_jvp(fn, jvp, pullback, xs, wrt, *, domains, rng, directions, rtol, w
         else:
             break
         vs = [random_cotangent(np.shape(y), np.result_type(y), rng) for y in y0]
-        ju = _flat64([np.zeros(np.shape(y)) if t is None else np.asarray(t) for t, y in zip(jvp(us), y0)])
-        w = _pairing_weights(vs)
+        ju = flat64([np.zeros(np.shape(y)) if t is None else np.asarray(t) for t, y in zip(jvp(us), y0)])
+        w = pairing_weights(vs)
         gs = pullback(vs)
         lhs = float(ju @ w)
         rhs = float(sum(pair(g, u) for g, u in ((dense(gs[i]), u) for i, u in zip(wrt, us)) if g is not None))
@@ -283,7 +285,7 @@ def compare_jvp(fn, jvp, pullback, xs, wrt, *, domains, rng, directions, rtol, w
                                                       if kinks else ""), {"rtol": rtol, "directions": rows})
 
 
-@check("fd.jvp")
+@computes("fd.jvp")
 def _jvp(ctx):
     name, case = "fd.jvp", ctx.case
     if not any(case.diff):
@@ -299,15 +301,15 @@ def _jvp(ctx):
     if not wrt:
         ctx.add(name, "skipped", "the pushforward takes no tangent (no operand has a cotangent)")
         return
-    what = {"pushforward": "the pushforward derived from the pullback", "pushforward_vjp":
-            "the pushforward (the vjp of the pullback)", "pushforward_frule": "the frule"}[pf.kind]
+    what = {OriginKind.PUSHFORWARD: "the pushforward derived from the pullback", OriginKind.PUSHFORWARD_VJP:
+            "the pushforward (the vjp of the pullback)", OriginKind.PUSHFORWARD_FRULE: "the frule"}[pf.kind]
 
     def jvp(us):
-        return pf.evaluate(case.fresh_operands(), _merge([None] * len(ops), wrt, us))[1]
+        return pf.evaluate(case.fresh_operands(), with_replaced([None] * len(ops), wrt, us))[1]
 
     def pullback(vs):
         return ctx.grads(ctx.pullback(), vs)
-    v = compare_jvp(_impl(ctx), jvp, pullback, ops, wrt, domains=case.domains, rng=rng(ctx, name),
+    v = compare_jvp(primitive_function(ctx), jvp, pullback, ops, wrt, domains=case.domains, rng=rng(ctx, name),
                     directions=ctx.opts.directions, rtol=fd_rtol(case.dtypes), what=what, ones_at_kinks=True)
     ctx.add(name, v.status, v.message, v.numbers,
-            source=location(case.prim.frule) if pf.kind == "pushforward_frule" else None)
+            source=location(case.prim.frule) if pf.kind is OriginKind.PUSHFORWARD_FRULE else None)

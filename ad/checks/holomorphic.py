@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Verdict, check, dense, random_cotangent
-from .derivatives import _impl, _merge, _rule_pullback, _with_cotangent
+from .base import Verdict, computes, dense, random_cotangent
+from .derivatives import primitive_function, with_replaced, rule_pullback, with_cotangent
 from .fd import as64, directional_derivative, random_like, refined
 from .settings import exact_rtol, fd_rtol
 
@@ -27,7 +27,7 @@ UNDECIDED = 10           # Cauchy-Riemann residuals between 1 and UNDECIDED tole
 
 
 def _as_complex(flat, y0) -> np.ndarray:
-    """A flattened real derivative (``fd._flat64`` order) as one complex vector of the outputs
+    """A flattened real derivative (``fd.flat64`` order) as one complex vector of the outputs
     (real outputs with a zero imaginary part)."""
     parts, start = [], 0
     for y in y0:
@@ -49,7 +49,7 @@ def _cauchy_riemann(fn, xs, i, y0, domain, rng, rtol) -> dict | None:
     u = random_like(z, rng)
 
     def f(a):
-        return fn(*_merge(xs, [i], [a]))
+        return fn(*with_replaced(xs, [i], [a]))
     est = [refined(directional_derivative, f, [z], [d], domains=[domain]) for d in (u, 1j * u)]
     if not all(e.converged for e in est):
         return None
@@ -130,10 +130,10 @@ def holomorphy(fn, pullback, xs, wrt, *, domains, rng, rtol, exact, asserted, wh
     return Verdict("pass", "; ".join(notes), numbers)
 
 
-@check("complex.holomorphic")
+@computes("complex.holomorphic")
 def _holomorphic(ctx):
     case = ctx.case
-    v = holomorphy(_impl(ctx), _rule_pullback(ctx), case.fresh_operands(), _with_cotangent(ctx),
+    v = holomorphy(primitive_function(ctx), rule_pullback(ctx), case.fresh_operands(), with_cotangent(ctx),
                    domains=case.domains, rng=ctx.rng, rtol=fd_rtol(case.dtypes), exact=exact_rtol(case.dtypes),
                    asserted=ctx.opts.holomorphic)
     ctx.add("complex.holomorphic", v.status, v.message, v.numbers)

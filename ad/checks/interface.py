@@ -6,13 +6,13 @@ import numpy as np
 
 from ..core_prims import project
 from ..tangents import NoTangent, ZeroTangent, is_zero
-from .base import check, float_bits, normalize
+from .base import computes, float_bits, normalize
 from .captures import location
 from .fd import as64
 from .settings import exact_rtol
 
 
-@check("structure.pair")
+@computes("structure.pair")
 def _pair(ctx):
     try:
         result = ctx.case.call()
@@ -30,7 +30,7 @@ def _pair(ctx):
     ctx.add("structure.pair", "pass", "returns (y, pullback)")
 
 
-@check("structure.arity")
+@computes("structure.arity")
 def _arity(ctx):
     n = len(ctx.case.operands)
     pb = ctx.pullback()
@@ -56,7 +56,7 @@ def _leaves(ctx):
     return list(ctx.y) if isinstance(ctx.y, (tuple, list)) else [ctx.y]
 
 
-@check("primal.structure")
+@computes("primal.structure")
 def _primal_structure(ctx):
     multiple = ctx.case.prim.multiple_results
     is_seq = isinstance(ctx.y, (tuple, list))
@@ -84,12 +84,12 @@ def _compare(ctx, name, attr, describe):
         ctx.add(name, "pass", ", ".join(str(attr(r)) for r in ctx.case.reference))
 
 
-@check("primal.shape")
+@computes("primal.shape")
 def _primal_shape(ctx):
     _compare(ctx, "primal.shape", np.shape, "shape")
 
 
-@check("primal.dtype")
+@computes("primal.dtype")
 def _primal_dtype(ctx):
     if ctx.status("primal.structure") != "pass":
         ctx.add("primal.dtype", "skipped", "the output structure differs")
@@ -97,7 +97,7 @@ def _primal_dtype(ctx):
     _compare(ctx, "primal.dtype", lambda a: np.asarray(a).dtype, "dtype")
 
 
-@check("primal.value")
+@computes("primal.value")
 def _primal_value(ctx):
     if len(_leaves(ctx)) != len(ctx.case.reference):
         ctx.add("primal.value", "skipped", "the output structure differs")
@@ -155,7 +155,7 @@ def _judge_each(ctx, name, judge, key, of_cotangent, of_operand, fine) -> bool:
     return bool(errors)
 
 
-@check("cotangent.shape")
+@computes("cotangent.shape")
 def _ct_shape(ctx):
     out_shapes = {a.shape for a in ctx.case.out_avals}
 
@@ -178,7 +178,7 @@ def _ct_shape(ctx):
         ctx.unprojectable = "the cotangents cannot be projected onto the operands (see cotangent.shape)"
 
 
-@check("cotangent.dtype")
+@computes("cotangent.dtype")
 def _ct_dtype(ctx):
     out_bits = max([float_bits(a.dtype) for a in ctx.case.out_avals], default=0)
 
@@ -205,7 +205,7 @@ def _ct_dtype(ctx):
                 "every cotangent has its operand's dtype")
 
 
-@check("cotangent.integer")
+@computes("cotangent.integer")
 def _ct_integer(ctx):
     idx = [i for i, a in enumerate(ctx.case.avals) if not a.is_float]
     if not idx:

@@ -13,7 +13,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..api import trace
+from ..tracing import trace
 from ..primitives import REGISTRY, Primitive
 from ..samples import C64, C128, F64, Sample, caller, draw, operands, traced
 from .program import check

@@ -11,11 +11,13 @@ from __future__ import annotations
 import numpy as np
 
 from .. import pytree
-from ..backward import residuals
+from ..gradtape import residuals
 from ..errors import NonDifferentiableError
-from ..forward import build_linearized
+from ..forward_mode.build import build_linearized
+from ..origins import OriginKind
+from ..origins import OriginKind
 from ..tape import Var, eval_tape, format_eqn
-from .base import Verdict, check, combine, dense, float_bits, random_cotangent
+from .base import Verdict, computes, combine, dense, float_bits, random_cotangent
 from .captures import describe, raised_at
 from .derivatives import dot_check
 from .forms import compare_cotangents
@@ -25,7 +27,7 @@ from .program_record import ProgramRecord
 from .settings import exact_rtol, fd_rtol
 
 
-@check("program.build")
+@computes("program.build")
 def _build(p: ProgramRecord) -> Verdict:
     return Verdict("pass", f"{len(p.primal.eqns)} equations, {len(p.gt.eqns)} in the gradient tape "
                    f"({len(p.wrt)} input(s) differentiated)")
@@ -53,7 +55,7 @@ def _as_function(p: ProgramRecord):
                                                                                   if type(x) is Var)]
 
 
-@check("program.dot_product")
+@computes("program.dot_product")
 def _dot_product(p: ProgramRecord) -> Verdict:
     if not p.wrt:
         return Verdict("skipped", "no float input to differentiate")
@@ -62,7 +64,7 @@ def _dot_product(p: ProgramRecord) -> Verdict:
                      directions=p.opts.directions, rtol=fd_rtol(dtypes))
 
 
-@check("program.jvp")
+@computes("program.jvp")
 def _jvp(p: ProgramRecord) -> Verdict:
     if not p.wrt:
         return Verdict("skipped", "no float input to push a tangent through")
@@ -86,7 +88,7 @@ def _jvp(p: ProgramRecord) -> Verdict:
     return v
 
 
-@check("program.holomorphic")
+@computes("program.holomorphic")
 def _holomorphic(p: ProgramRecord) -> Verdict:
     fn, pullback, domains, dtypes = _as_function(p)
     v = holomorphy(fn, pullback, p.values, p.wrt, domains=domains, rng=p.rng("program.holomorphic"),
@@ -102,7 +104,7 @@ def _closure_raised(p: ProgramRecord) -> Verdict:
     return Verdict("fail", f"the closure form raised {describe(p.closure.error)}", source=raised_at(p.closure.error))
 
 
-@check("program.equations")
+@computes("program.equations")
 def _equations(p: ProgramRecord) -> Verdict:
     if not p.want_equations:
         return Verdict("skipped", "not requested (equations=False)")
@@ -125,7 +127,7 @@ def _worst(closure, lifted, p: ProgramRecord) -> float | None:
     return max(bad) if bad else None
 
 
-@check("program.closure_vs_lifted")
+@computes("program.closure_vs_lifted")
 def _closure_vs_lifted(p: ProgramRecord) -> Verdict:
     if p.closure.error is not None:
         return _closure_raised(p)
@@ -137,7 +139,7 @@ def _closure_vs_lifted(p: ProgramRecord) -> Verdict:
                    f"{blame}", {"max_relative_difference": worst})
 
 
-@check("program.zero")
+@computes("program.zero")
 def _zero(p: ProgramRecord) -> Verdict:
     zeros = [np.zeros(v.aval.shape, v.aval.dtype) for v in p.primal.outputs]
     bad = [i for i, g in zip(p.wrt, p.lifted(zeros)) if not np.all(np.asarray(g) == 0)]
@@ -146,7 +148,7 @@ def _zero(p: ProgramRecord) -> Verdict:
     return Verdict("pass", "zero in, exactly zero out")
 
 
-@check("program.linearity")
+@computes("program.linearity")
 def _linearity(p: ProgramRecord) -> Verdict:
     rng = p.rng("program.linearity")
     u, v = p.seeds, [random_cotangent(x.aval.shape, x.aval.dtype, rng) for x in p.primal.outputs]
@@ -162,7 +164,7 @@ def _same(a, b) -> bool:
     return all(np.array_equal(x, y, equal_nan=True) for x, y in zip(a, b))
 
 
-@check("program.determinism")
+@computes("program.determinism")
 def _determinism(p: ProgramRecord) -> Verdict:
     forms, bad = [], []
     (forms if _same(p.lifted_run.grads, p.lifted(p.seeds)) else bad).append("lifted")
@@ -187,15 +189,15 @@ def _real(e, producers) -> bool:
     matrix is its math), and a real operand of a complex equation may get a complex cotangent:
     the driver projects it, and projecting a real cotangent onto a complex operand makes it
     complex by design."""
-    if e.origin.kind == "project":
+    if e.origin.kind is OriginKind.PROJECT:
         return False
-    fwd = producers.get(e.origin.of) if e.origin.kind == "pullback" else None
+    fwd = producers.get(e.origin.of) if e.origin.kind is OriginKind.PULLBACK else None
     if fwd is None:
         return not e.prim.complex_rule and not _complex(e.inputs)
     return not fwd.prim.complex_rule and not _complex(fwd.inputs + fwd.outputs)
 
 
-@check("program.dtype_flow")
+@computes("program.dtype_flow")
 def _dtype_flow(p: ProgramRecord) -> Verdict:
     """Promotions: a float output more precise than every float variable feeding it (a float64
     constant, an upcast in a pullback: float32 to float64, complex64 to complex128), or complex
@@ -225,7 +227,7 @@ def _dtype_flow(p: ProgramRecord) -> Verdict:
                    {"equations": [format_eqn(x) for x, _ in found[:10]]}, format_eqn(e), e.source)
 
 
-@check("program.nan")
+@computes("program.nan")
 def _nan(p: ProgramRecord) -> Verdict:
     lifted, closure = p.lifted_run.nan, p.closure.nan
     messages, numbers = [], {}
@@ -243,7 +245,7 @@ def _nan(p: ProgramRecord) -> Verdict:
     return Verdict("fail", "; ".join(messages), numbers, format_eqn(lifted), lifted.source)
 
 
-@check("program.kinks")
+@computes("program.kinks")
 def _kinks(p: ProgramRecord) -> Verdict:
     found = []
     for e, vals in p.closure.operands.items():
@@ -263,7 +265,7 @@ def _kinks(p: ProgramRecord) -> Verdict:
                    {"equations": found}, found[0]["equation"], found[0]["source"])
 
 
-@check("program.residuals")
+@computes("program.residuals")
 def _residuals(p: ProgramRecord) -> Verdict:
     problems, numbers = [], {}
     if p.closure.mutation is not None:
@@ -283,7 +285,7 @@ def _residuals(p: ProgramRecord) -> Verdict:
                    p.name(victim) if victim else None, victim.source if victim else None)
 
 
-@check("program.fallbacks")
+@computes("program.fallbacks")
 def _fallbacks(p: ProgramRecord) -> Verdict:
     if not p.gt.fallbacks:
         return Verdict("pass", "every rule is lifted")

@@ -18,9 +18,10 @@ from typing import Callable
 import numpy as np
 
 from .. import pytree
-from ..api import _wrt, trace
-from ..backward import GradTape, build, partition, residuals
-from ..closure import eval_closure
+from ..tracing import differentiated_inputs, trace
+from ..gradtape import GradTape, partition, residuals
+from ..reverse_mode.build import build
+from ..reverse_mode.closure import eval_closure
 from ..samples import declared_domains
 from ..tangents import is_zero, unthunk
 from ..tape import Eqn, Tape, Var, eval_eqns, eval_tape, format_eqn
@@ -197,7 +198,7 @@ class ProgramRecord:
 def prepare(f, args, argnums, opts: Options, progress=None, equations: bool = True) -> ProgramRecord:
     """Trace ``f`` at ``args`` and build its gradient tape (what ``program.build`` reports)."""
     primal = trace(f, *args)
-    wrt = _wrt(primal, tuple(range(len(args))) if argnums is None else argnums, len(args))[0]
+    wrt = differentiated_inputs(primal, tuple(range(len(args))) if argnums is None else argnums, len(args))[0]
     values = [v if isinstance(v, np.generic) else np.asarray(v)
               for v in primal.in_tree.select_traced(pytree.flatten(tuple(args))[0])]
     gt = build(primal, values, wrt, seed="input")

@@ -4,20 +4,20 @@
 The call ``f(*args)`` is traced once; the one equation it records names the primitive, its
 static params and its operands (the values the rule is called with). The checks themselves live
 in ``interface``, ``algebra``, ``closure``, ``forward``, ``derivatives`` and ``holomorphic``; each
-registers with ``@check`` and adds exactly one result to the report.
+registers with ``@computes`` and adds exactly one result to the report.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..api import trace
-from ..backward import build
+from ..tracing import trace
+from ..reverse_mode.build import build
 from ..errors import NonDifferentiableError
 from ..primitives import Primitive, lookup
-from ..rrule import using_rule
+from ..rules import using_rule
 from ..samples import declared_domains
 from ..tape import Var, eval_tape, format_eqn
-from . import algebra, closure, derivatives, forward, holomorphic, interface  # noqa: F401  (they register the checks)
+from . import (algebra, closure, derivatives, forward, holomorphic, interface)  # noqa: F401  (they register the checks)
 from .base import CHECKS, Context, RuleCase
 from .captures import describe, location, raised_at
 from .report import CheckResult, RuleReport

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..dispatch import implements, unsupported
 from ..primitives import Primitive
-from ..rrule import rrule
+from ..rules import rrule
 from ..samples import M34, MATRIX, F, In, Sample, Y
 from ..tangents import thunk
 

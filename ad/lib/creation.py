@@ -8,7 +8,7 @@ import numpy as np
 from ..core_prims import full_p
 from ..dispatch import LIKE_FUNCTIONS, copy, implements, unsupported
 from ..primitives import Primitive
-from ..rrule import linear_rule
+from ..rules import linear_rule
 from ..samples import F, Sample
 from ..tracer import Tracer
 

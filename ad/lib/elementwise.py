@@ -2,7 +2,7 @@
 
 Most rules are one line: the partial derivatives as numpy expressions of the operands and the
 output ``y`` (reusing ``y`` where it saves work: ``tanh`` is ``1 - y*y``, ``exp`` is ``y``).
-Broadcasting is undone by the driver (``ad.rrule.project``), never here.
+Broadcasting is undone by the driver (``ad.rules.project``), never here.
 
 Complex operands (``COMPLEX``): the partials of a holomorphic ufunc are its complex derivative
 f'(z), and its pullback is ``g * f'(z)`` (no conjugation, docs/complex.md), so the real formula
@@ -16,7 +16,7 @@ import numpy as np
 from ..core_prims import astype_p
 from ..dispatch import UFUNCS, implements, write_out
 from ..primitives import BY_FUNCTION, Primitive
-from ..rrule import non_differentiable, rrule, scalar_rule
+from ..rules import non_differentiable, rrule, scalar_rule
 from ..samples import (BINARY, DISTINCT, DISTINCT_Y, NONZERO, NONZERO_Y, POSITIVE, F, In, Sample, Y,
                        literal, to_integer)
 from ..tangents import NoTangent, thunk
@@ -34,7 +34,7 @@ OPERATORS = {np.subtract: "{0} - {1}", np.multiply: "{0} * {1}", np.true_divide:
              np.negative: "-{0}", np.less: "{0} < {1}", np.less_equal: "{0} <= {1}",
              np.greater: "{0} > {1}", np.greater_equal: "{0} >= {1}", np.equal: "{0} == {1}",
              np.not_equal: "{0} != {1}"}
-# How compiled code spells them on Python floats (ad.codegen's scalar specialisation): ``math``
+# How compiled code spells them on Python floats (ad.compiler.codegen's scalar specialisation): ``math``
 # and plain arithmetic, numpy's value wherever these return one; where numpy says inf or nan
 # they raise (1.0 / 0.0, math.log(0.0), overflow) and the compiled function reruns in numpy.
 # ``**`` is math.pow: Python's is complex for a negative base. maximum and minimum propagate nan
@@ -67,7 +67,7 @@ LINEAR_IN = {np.subtract: (0, 1), np.true_divide: (0,), np.negative: (0,), np.co
              np.deg2rad: (0,), np.rad2deg: (0,), np.radians: (0,), np.degrees: (0,), np.ldexp: (0,)}
 MULTILINEAR_IN = {np.multiply: (0, 1)}
 # The ufuncs whose rules hold for complex operands (their gradients are refused otherwise, by
-# ad.rrule.rule_of). Left out: the ufuncs numpy refuses complex numbers for (arctan2, hypot,
+# ad.rules.rule_of). Left out: the ufuncs numpy refuses complex numbers for (arctan2, hypot,
 # logaddexp, cbrt, fabs, deg2rad, remainder, copysign...), and maximum, minimum, fmax, fmin,
 # which numpy orders lexicographically (real part first), an order with no analytic meaning.
 COMPLEX = {np.subtract, np.multiply, np.true_divide, np.power, np.float_power, np.negative,

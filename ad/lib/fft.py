@@ -31,7 +31,7 @@ import numpy as np
 
 from ..dispatch import implements, write_out
 from ..primitives import Primitive
-from ..rrule import rrule
+from ..rules import rrule
 from ..samples import MATRIX, In, Sample
 from .numeric import as_array
 from .reductions import normalize_axis

@@ -8,7 +8,7 @@ import numpy as np
 from ..core_prims import index_add_p, parse_index
 from ..dispatch import UFUNC_METHODS, implements, unsupported
 from ..primitives import Primitive
-from ..rrule import non_differentiable
+from ..rules import non_differentiable
 from ..samples import ARRAYS, DISTINCT, NONZERO, Sample
 
 

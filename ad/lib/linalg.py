@@ -32,7 +32,7 @@ import numpy as np
 from ..dispatch import implements, unsupported
 from ..errors import NonDifferentiableError
 from ..primitives import Primitive
-from ..rrule import rrule
+from ..rules import rrule
 from ..samples import MATRIX, In, Sample, matrix
 from ..tangents import ZeroTangent
 

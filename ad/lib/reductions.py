@@ -11,7 +11,7 @@ import numpy as np
 
 from ..dispatch import UFUNC_METHODS, implements, unsupported
 from ..primitives import Primitive
-from ..rrule import linear_rule, non_differentiable, rrule
+from ..rules import linear_rule, non_differentiable, rrule
 from ..samples import ARRAYS, DISTINCT, MATRIX, NONZERO, POSITIVE, UNARY, F, In, Sample, tie_gap
 
 

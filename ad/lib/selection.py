@@ -8,7 +8,7 @@ import numpy as np
 
 from ..dispatch import implements, unsupported
 from ..primitives import Primitive
-from ..rrule import non_differentiable
+from ..rules import non_differentiable
 from ..samples import ARRAYS, DISTINCT, In, Sample
 from ..tracer import Tracer
 from .numeric import as_array, traced_together

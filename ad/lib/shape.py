@@ -8,7 +8,7 @@ import numpy as np
 from ..core_prims import broadcast_to_p, reshape_p, transpose_p
 from ..dispatch import copy as copy_tracer, implements
 from ..primitives import Primitive
-from ..rrule import linear_rule, rrule
+from ..rules import linear_rule, rrule
 from ..samples import ARRAYS, F, Sample, Y
 from .reductions import normalize_axis
 

@@ -8,7 +8,7 @@ import numpy as np
 from ..dispatch import copy, implements, write_out
 from ..errors import UnsupportedFunctionError
 from ..primitives import Primitive
-from ..rrule import non_differentiable, rrule
+from ..rules import non_differentiable, rrule
 from ..samples import F, In, Sample
 from ..tangents import NoTangent
 from .numeric import as_array

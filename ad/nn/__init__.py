@@ -46,16 +46,16 @@ losses                           compositions (log_softmax inside the logit loss
 ===============================  =================================================================
 
 ``ad.nn.PRIMITIVES`` lists the primitives (each declares its samples next to its rule; the spec
-table of the functions is tests/nn/nn_specs.py); ``ad.nn.examples`` (imported on its own: it
+table of the functions is tests/support/nn_specs.py); ``ad.examples.networks`` (imported on its own: it
 uses ``ad.grad``, a layer above the rules) holds a small CNN on
 scikit-learn's digits.
 """
-from .activations import (celu, elu, gelu, hard_sigmoid, hardtanh, leaky_relu, relu, relu6, selu,
-                          silu, softplus, swish)
+from .activations import (celu, elu, gelu, hard_sigmoid, hardtanh, leaky_relu, relu, relu6, selu, silu,
+                          softplus, swish)
 from .conv import conv, conv_transpose
 from .dropout import dropout, dropout_mask_p
-from .layout import (batched_adjoint, batched_mul, batched_transpose, embedding, flatten, one_hot,
-                     pad, pixel_shuffle, upsample_bilinear, upsample_nearest)
+from .layout import (batched_adjoint, batched_mul, batched_transpose, embedding, flatten, one_hot, pad,
+                     pixel_shuffle, upsample_bilinear, upsample_nearest)
 from .losses import (binary_crossentropy, crossentropy, huber, kldivergence, logitbinarycrossentropy,
                      logitcrossentropy, mae, mse, nll)
 from .normalization import batch_norm, batch_norm_update, group_norm, layer_norm, standardize_p

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..primitives import Primitive
-from ..rrule import non_differentiable
+from ..rules import non_differentiable
 from ..samples import F64, MATRIX, In, Sample
 from ..tracer import Tracer
 

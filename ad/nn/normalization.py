@@ -10,7 +10,7 @@ import numpy as np
 
 from ..lib.reductions import normalize_axis
 from ..primitives import Primitive
-from ..rrule import rrule
+from ..rules import rrule
 from ..samples import IMAGES, MATRIX, Sample
 
 

@@ -22,7 +22,7 @@ import math
 import numpy as np
 
 from ..primitives import Primitive
-from ..rrule import linear_rule, rrule
+from ..rules import linear_rule, rrule
 from ..samples import IMAGES, MATRIX, In, Sample
 from .geometry import ntuple, out_shape, padding_pairs
 from .layout import per_axis

@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from ..primitives import Primitive
-from ..rrule import scalar_rule
+from ..rules import scalar_rule
 from ..samples import IMAGES, MATRIX, In, Sample
 
 TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)   # a Python float keeps float32 float32

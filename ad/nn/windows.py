@@ -34,7 +34,7 @@ import math
 import numpy as np
 
 from ..primitives import Primitive
-from ..rrule import linear_rule
+from ..rules import linear_rule
 from ..samples import IMAGES, MATRIX, In, Sample
 from .geometry import out_shape
 

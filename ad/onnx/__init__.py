@@ -11,7 +11,7 @@ tensors, ``ad.onnx.complex_parts``).
 """
 from __future__ import annotations
 
-from ..backward import GradTape, partition
+from ..gradtape import GradTape, partition
 from ..primitives import REGISTRY
 from ..serialize import NotSerializableError
 from ..tape import Tape

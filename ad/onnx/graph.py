@@ -15,9 +15,11 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from ..backward import GradTape
-from ..lift import is_weak
+from ..gradtape import GradTape
+from ..reverse_mode.lift import is_weak
 from ..serialize import check_serializable
+from ..origins import OriginKind
+from ..origins import OriginKind
 from ..tape import Aval, Lit, Tape
 
 OPSET = 18   # axes as inputs for every reduction (18), ScatterND reduction="add" (16)
@@ -60,7 +62,7 @@ class Graph:
         doc = ""
         if self.eqn is not None:
             e = self.eqn
-            doc = str(e) + (f"    # {e.origin.describe()}" if e.origin.kind != "primal" else "") + \
+            doc = str(e) + (f"    # {e.origin.describe()}" if e.origin.kind is not OriginKind.PRIMAL else "") + \
                 (f"  at {e.source}" if e.source else "")
         self.nodes.append(helper.make_node(op_type, list(inputs), outs, name=self.fresh(op_type),
                                            doc_string=doc, **attrs))

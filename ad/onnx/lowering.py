@@ -20,16 +20,16 @@ from ..lib.contraction import einsum_p, matmul_p, matvec_p, vecdot_p, vecmat_p
 from ..lib.creation import array_p
 from ..lib.elementwise import clip_p, where_p
 from ..lib.indexing import argsort_p, nonzero_p
-from ..lib.linalg import (cholesky_p, det_p, eig_p, eigh_p, inv_p, phase_free_p, pinv_p, qr_p, slogdet_p,
-                          solve_p, svd_p)
+from ..lib.linalg import (cholesky_p, det_p, eig_p, eigh_p, inv_p, phase_free_p, pinv_p, qr_p,
+                          slogdet_p, solve_p, svd_p)
 from ..lib.reductions import (all_p, any_p, argmax_p, argmin_p, cumprod_p, cumsum_p, max_p, mean_p,
                               min_p, prod_p, sum_p, running_arg_p)
 from ..lib.selection import argpartition_p, searchsorted_p
 from ..lib.shape import concatenate_p, roll_p
-from ..forward import opaque_pushforward_p
+from ..forward_mode.pushforward import opaque_pushforward_p
 from ..lib.fft import fftn_p, irfftn_p, rfftn_p
 from ..lib.values import imag_p, real_p, round_p
-from ..lift import opaque_pullback_p, opaque_rrule_p
+from ..reverse_mode.lift import opaque_pullback_p, opaque_rrule_p
 from ..nn.dropout import dropout_mask_p
 from ..primitives import lookup
 from ..tape import Lit

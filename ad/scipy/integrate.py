@@ -27,10 +27,10 @@ import numpy as np
 import scipy.integrate as sint
 
 from .. import pytree
-from ..api import grad
+from ..transforms.gradients import grad
 from ..errors import ConcretizationError, NonDifferentiableError, UnsupportedFunctionError
 from ..primitives import Primitive
-from ..rrule import rrule
+from ..rules import rrule
 from ..samples import F64, MATRIX, In, Sample, literal
 from ..tangents import NoTangent
 from ..trace_state import Traced

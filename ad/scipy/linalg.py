@@ -22,7 +22,7 @@ import scipy.linalg as sla
 
 from ..errors import NonDifferentiableError, UnsupportedFunctionError
 from ..primitives import Primitive
-from ..rrule import rrule
+from ..rules import rrule
 from ..samples import MATRIX, In, Sample, matrix
 
 

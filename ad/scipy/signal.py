@@ -16,7 +16,7 @@ import scipy.signal as ss
 
 from ..errors import UnsupportedFunctionError
 from ..primitives import Primitive
-from ..rrule import rrule
+from ..rules import rrule
 from ..samples import MATRIX, In, Sample
 
 MODES, METHODS = ("full", "same", "valid"), ("auto", "direct", "fft")

@@ -10,9 +10,11 @@ from __future__ import annotations
 import collections
 
 from .. import pytree
-from ..backward import GradTape
+from ..gradtape import GradTape
 from ..errors import source_line
-from ..tape import ORIGIN_KINDS, Aval, Eqn, InvalidTapeError, Origin, Tape, Var, freeze_params, validate
+from ..origins import ORIGIN_KINDS, Origin, OriginKind
+from ..origins import OriginKind
+from ..tape import Aval, Eqn, InvalidTapeError, Tape, Var, freeze_params, validate
 from .codec import (NotSerializableError, TapeFormatError, dec, dec_aval, dec_lit_entry,
                     dec_lit_operand, enc, enc_aval, enc_lit, expect_int, expect_keys, expect_list,
                     short, tagged)
@@ -173,7 +175,7 @@ def to_json(tape: Tape) -> dict:
             item["params"] = {k: enc(v, f"{where} param {k}") for k, v in e.params}
         if e.source is not None:
             item["source"] = e.source
-        if e.origin != Origin("primal"):
+        if e.origin != Origin(OriginKind.PRIMAL):
             item["origin"] = origin(e.origin)
         eqns.append(item)
     out = {"format": FORMAT, "version": VERSION, "type": type(tape).__name__,
@@ -264,7 +266,7 @@ class _Decoder:
         source = e.get("source")
         if source is not None and not isinstance(source, str):
             raise TapeFormatError(f"{where}.source: expected a string, got {short(source)}")
-        origin = self.origin(e["origin"], f"{where}.origin") if "origin" in e else Origin("primal")
+        origin = self.origin(e["origin"], f"{where}.origin") if "origin" in e else Origin(OriginKind.PRIMAL)
         self.defined.update(outs)
         return Eqn(prim, ins, freeze_params(params), outs, source, origin)
 

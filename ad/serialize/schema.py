@@ -4,8 +4,8 @@ which avals its implementation computes on operands of the declared avals.
 
 Primitives are looked up by name in ``ad.primitives.REGISTRY``: names are how files refer to
 primitives, and nothing named in a file is ever imported. The one exception is ad's own: a
-``scipy.`` name loads ad.scipy's rule modules (a fixed list, deferred by ``import ad`` because
-scipy takes a quarter second to import), so a saved tape of scipy code loads in a fresh process.
+name of the rule modules ``import ad`` defers (``ad.primitives.defer``: ad.scipy's, because scipy
+takes a quarter second to import) loads them, so a saved tape of scipy code loads in a fresh process.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import re
 
 import numpy as np
 
-from ..primitives import REGISTRY, Primitive
+from ..primitives import REGISTRY, Primitive, load_deferred
 from ..tape import Aval, Eqn, Lit, Tape
 from .codec import TapeFormatError, short
 
@@ -26,8 +26,8 @@ def primitive(name, where: str) -> Primitive:
     """The registered, non-opaque primitive called ``name``; the error says how to register one."""
     if not isinstance(name, str):
         raise TapeFormatError(f"{where}.prim: expected a primitive name, got {short(name)}")
-    if name not in REGISTRY and name.startswith("scipy."):
-        _load_scipy_rules()
+    if name not in REGISTRY:
+        load_deferred(name)
     prim = REGISTRY.get(name)
     how = ("Primitives are looked up by name in ad.primitives.REGISTRY; nothing named in a file is "
            "imported. If the tape uses your own primitive, import the module that defines it "
@@ -42,11 +42,6 @@ def primitive(name, where: str) -> Primitive:
     if prim.kind == "opaque":
         raise TapeFormatError(f"{where}.prim: {name!r} runs a Python closure and cannot be loaded")
     return prim
-
-
-def _load_scipy_rules() -> None:
-    """Register ad.scipy's primitives (see the module docstring)."""
-    from ..scipy import integrate, linalg, signal, special  # noqa: F401  (tests/test_architecture.py)
 
 
 # -- params and arity ---------------------------------------------------------------------------

@@ -1,8 +1,8 @@
 """The Jupyter tape debugger (``tapeviz.debug``), in layers that import downwards:
 
 ``model``       the state, cursor and stepping of one session, without widgets
-``markup``      escaping, attributes and the ``static/`` files (the view's ES module, stylesheet,
-                vendored Graphviz in WebAssembly)
+``markup``      the ``static/`` files (the view's ES module, stylesheet, vendored Graphviz in
+                WebAssembly); the views escape with ``tapeviz.escaping``
 ``listing``     the side-by-side listing and the phase line
 ``inspector``   a variable's card beside its cotangent's (statistics, heatmap)
 ``residuals``   the residuals table and their lifetimes

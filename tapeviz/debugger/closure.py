@@ -4,11 +4,13 @@ The closure form runs the rule on the instance's recorded operands and calls the
 returns at the instance's recorded output cotangent; the lifted form is the instance's pullback
 block in the tape, whose values were computed when the tape ran. Both give one cotangent per
 operand, judged by the checker's own comparison (``ad.checks.forms``); the panel puts them side
-by side with the rule's and the pullback's source.
+by side with the rule's and the pullback's source. When the primitive's pullback is overloaded
+(``ad.backpropagate``), both forms run the overload, as the tape was built: its pullback is the
+closure called and its template is the block inlined, and the panel shows its source.
 
 Instances are found on the primal tape (``ad.trace``) of the debugged function, mapped onto the
-gradient tape by ``gt.meta["primal_map"]``; the rules are those registered when the debugger was
-built (a wrong rule registered with ``ad.using_rule`` stays the one shown).
+gradient tape by ``gt.meta["primal_map"]``; the rules and the overloads are those registered when
+the debugger was built (a wrong rule registered with ``ad.using_rule`` stays the one shown).
 
 In forward mode (``tapeviz.debug_jvp``) the panel compares one primal equation's pushforward:
 the closure form (``ad.jvp(..., form="closure")`` of the equation alone, at its recorded operands
@@ -27,12 +29,13 @@ import numpy as np
 import ad
 from ad.checks.forms import CotangentComparison, closure_cotangents, compare_cotangents
 from ad.checks.settings import exact_rtol
-from ad.lift import lift
+from ad.rules import overload_rule
+from ad.reverse_mode.lift import lift
 from ad.tape import Lit, Var, active_vars
 
+from ..escaping import html_attr, html_text
 from ..graph import summarize
 from .listing import Listing
-from .markup import attr, esc
 from .model import DebugModel
 
 MAX_SOURCE_LINES = 40
@@ -50,6 +53,14 @@ class Instance:
     needs: tuple[bool, ...]       # which operands get a cotangent
     outputs: list[str]
     source: str | None
+    overload: Callable | None = None       # the overload of the pullback the tape inlined
+    overload_kind: str | None = None       # its kind: "dense", or "zero" (an output had no cotangent)
+
+    @property
+    def pullback_rule(self) -> Callable | None:
+        """What both forms run: the rule, or the overload as a rule (the primitive's value, the
+        overload's pullback), as ``ad`` builds the tape with it."""
+        return self.rule if self.overload is None else overload_rule(self.prim, self.overload)
 
 
 class OperandRow(NamedTuple):
@@ -75,9 +86,13 @@ class Comparison:
         return self.error is None and all(r.result.ok for r in self.rows)
 
 
-def instances(gt, primal, rules: dict) -> dict[str, Instance]:
-    """The rule instances of ``gt`` by first output, found on its ``primal`` tape."""
+def instances(gt, primal, rules: dict, overloads: dict | None = None) -> dict[str, Instance]:
+    """The rule instances of ``gt`` by first output, found on its ``primal`` tape; ``rules`` and
+    ``overloads`` (primitive -> {kind: overload}) as they were when ``gt`` was built. An
+    instance's overload is the one of the kind the builder chose: "zero" when some output got no
+    cotangent, else "dense"."""
     pmap = {repr(k): repr(v) for k, v in gt.meta.get("primal_map", {}).items() if type(v) is Var}
+    reached = {repr(v) for v in gt.meta.get("cotangents", {})}
     active = active_vars(primal, gt.wrt)
     out: dict[str, Instance] = {}
     for e in primal.eqns:
@@ -88,8 +103,11 @@ def instances(gt, primal, rules: dict) -> dict[str, Instance]:
         if names[0] is None:        # traced differently from the gradient tape: leave it out
             continue
         operands = [pmap.get(repr(x)) if type(x) is Var else x for x in e.inputs]
+        kind = "dense" if all(n in reached for n in names) else "zero"
+        overload = (overloads or {}).get(e.prim, e.prim.overloads).get(kind)
         out[names[0]] = Instance(names[0], e.prim, e.params, rules.get(e.prim, e.prim.rule),
-                                 operands, needs, names, e.source)
+                                 operands, needs, names, e.source, overload,
+                                 kind if overload is not None else None)
     return out
 
 
@@ -131,14 +149,14 @@ def compare(inst: Instance, values: dict, cotangents: dict, block: list[int], eq
     cts = [values[cotangents[o]] if o in cotangents else
            np.zeros(np.shape(values[o]), np.asarray(values[o]).dtype) for o in inst.outputs]
     dtypes = [np.asarray(v).dtype for v in ops + cts]
-    lifted = lift(inst.prim, inst.params, ops, inst.needs, inst.source, rule=inst.rule)
+    shown = inst.rule if inst.overload is None else inst.overload
+    lifted = lift(inst.prim, inst.params, ops, inst.needs, inst.source, rule=inst.pullback_rule)
     fallback = lifted.fallback or next((f.reason for f in fallbacks if f.rule == inst.prim.name
                                         and f.source == inst.source), None)
-    result = Comparison(inst, source_of(inst.rule), helpers_of(inst.rule), fallback, block,
-                        exact_rtol(dtypes))
+    result = Comparison(inst, source_of(shown), helpers_of(shown), fallback, block, exact_rtol(dtypes))
 
     def rule(*args, **params):            # the rule, noting its pullback's source for the panel
-        y, pullback = inst.rule(*args, **params)
+        y, pullback = inst.pullback_rule(*args, **params)
         result.pullback_source = source_of(pullback)
         return y, pullback
 
@@ -166,9 +184,13 @@ def _lifted_value(lifted, i, inst, ops, cts, block, eqns, values, cotangents):
         return None, np.asarray(g.value)
     tmap = {t: cotangents.get(o) for t, o in zip(lifted.cts, inst.outputs)}
     tmap.update((t, o) for t, o in zip(lifted.args, inst.operands) if type(t) is Var and isinstance(o, str))
+    template = list(lifted.bwd)
+    if inst.overload is not None:   # the builder inlines what the overload computed before its pullback too
+        computed = set(lifted.outs)
+        template = [t for t in lifted.fwd if computed.isdisjoint(t.outputs)] + template
     tape = [eqns[j] for j in block]
-    if len(tape) == len(lifted.bwd) and all(a.prim is b.prim for a, b in zip(lifted.bwd, tape)):
-        for t, e in zip(lifted.bwd, tape):
+    if len(tape) == len(template) and all(a.prim is b.prim for a, b in zip(template, tape)):
+        for t, e in zip(template, tape):
             tmap.update(zip(t.outputs, (repr(v) for v in e.outputs)))
     var = tmap.get(g)
     if var is not None and var in values:
@@ -178,38 +200,50 @@ def _lifted_value(lifted, i, inst, ops, cts, block, eqns, values, cotangents):
 
 def closure_html(model: DebugModel, listing: Listing, comparison, name: str | None) -> str:
     if comparison is None:
-        what = f"{esc(name)} is not the output of a differentiated rule instance" if name else "nothing selected"
+        what = f"{html_text(name)} is not the output of a differentiated rule instance" if name else "nothing selected"
         return (f'<div class="tv-closure-panel" data-instance="">Select an equation of a differentiated '
                 f'rule instance to compare its closure and lifted pullbacks ({what}).</div>')
     c = comparison
     inst = c.instance
-    head = (f'<div class="tv-closure-h">rule <b>{esc(inst.prim.name)}</b> for {listing.var(inst.name)}'
-            f' at <code>{esc(inst.source or "?")}</code></div>')
+    head = (f'<div class="tv-closure-h">rule <b>{html_text(inst.prim.name)}</b> for {listing.var(inst.name)}'
+            f' at <code>{html_text(inst.source or "?")}</code></div>')
+    shown, overloaded = "rule", ""
+    if inst.overload is not None:
+        shown, overloaded = "overload", html_attr("data-overload", inst.overload_kind)
+        call = f'ad.backpropagate({inst.prim.name}, "{inst.overload_kind}")'
+        head += (f'<div class="tv-overload">its pullback is overloaded: <code>{html_text(call)}</code> '
+                 f'registered <b>{html_text(_name_of(inst.overload))}</b>, which the tape inlines and the '
+                 'closure form calls instead of the rule\'s pullback</div>')
     if c.fallback:
         head += (f'<div class="tv-fallback">opaque fallback: this rule could not be lifted, so its pullback '
-                 f'runs as a closure in the tape too. Reason: {esc(c.fallback)}</div>')
+                 f'runs as a closure in the tape too. Reason: {html_text(c.fallback)}</div>')
     block, verdict = _block_and_verdict(model, listing, c, "the cotangents pass through")
     rows = "".join(_row_html(listing, row) for row in c.rows)
-    helpers = "".join(f'<div class="tv-caption">made from</div><pre>{esc(h)}</pre>' for h in c.helpers)
-    return (f'<div class="tv-closure-panel"{attr("data-instance", inst.name)}{attr("data-ok", str(c.ok).lower())}'
-            f'{attr("data-fallback", str(bool(c.fallback)).lower())}>{head}{verdict}'
+    helpers = "".join(f'<div class="tv-caption">made from</div><pre>{html_text(h)}</pre>' for h in c.helpers)
+    return (f'<div class="tv-closure-panel"{html_attr("data-instance", inst.name)}'
+            f'{html_attr("data-ok", str(c.ok).lower())}'
+            f'{html_attr("data-fallback", str(bool(c.fallback)).lower())}{overloaded}>{head}{verdict}'
             '<table class="tv-table"><thead><tr><th>operand</th><th>closure cotangent</th><th>lifted cotangent</th>'
             f'<th>max |diff|</th><th>max rel</th><th></th></tr></thead><tbody>{rows}</tbody></table>'
-            '<div class="tv-src"><div><div class="tv-caption">rule source</div>'
-            f'<pre>{esc(c.rule_source)}</pre>{helpers}</div>'
+            f'<div class="tv-src"><div><div class="tv-caption">{shown} source</div>'
+            f'<pre>{html_text(c.rule_source)}</pre>{helpers}</div>'
             '<div><div class="tv-caption">pullback closure source</div>'
-            f'<pre>{esc(c.pullback_source or "(not reached)")}</pre></div></div>'
+            f'<pre>{html_text(c.pullback_source or "(not reached)")}</pre></div></div>'
             f'<div class="tv-caption">lifted pullback: {len(c.block)} equation(s) in the tape</div>'
             f'<div class="tv-lifted">{block}</div></div>')
 
 
 def _row_html(listing: Listing, row: OperandRow, missing: str = "template") -> str:
     r = row.result
-    operand = listing.var(row.operand) if row.operand in listing.model.var_attrs else esc(row.operand)
+    operand = listing.var(row.operand) if row.operand in listing.model.var_attrs else html_text(row.operand)
     where = listing.var(row.lifted_var) if row.lifted_var else missing
-    return (f'<tr class="{"tv-ok" if r.ok else "tv-bad"}"><td>{operand}</td><td>{esc(_short(r.closure))}</td>'
-            f'<td>{where}: {esc(_short(r.lifted))}</td><td class="tv-num">{_num(r.max_abs)}</td>'
+    return (f'<tr class="{"tv-ok" if r.ok else "tv-bad"}"><td>{operand}</td><td>{html_text(_short(r.closure))}</td>'
+            f'<td>{where}: {html_text(_short(r.lifted))}</td><td class="tv-num">{_num(r.max_abs)}</td>'
             f'<td class="tv-num">{_num(r.max_rel)}</td><td>{CHECK if r.ok else CROSS}</td></tr>')
+
+
+def _name_of(fn) -> str:
+    return getattr(fn, "__qualname__", None) or repr(fn)
 
 
 def _num(x) -> str:
@@ -235,6 +269,7 @@ class TangentComparison:
     tolerance: float
     rows: list[OperandRow] = field(default_factory=list)
     error: str | None = None      # the closure form raised
+    overloaded: bool = False      # the rule's pullback is overloaded: rule_source is the overload's
 
     @property
     def ok(self) -> bool:
@@ -243,8 +278,10 @@ class TangentComparison:
 
 def compare_tangents(model: DebugModel, eqn: int) -> TangentComparison:
     """Equation ``eqn``'s output tangents: the closure form, run on its recorded operands and
-    tangents (the caller registers the rules the tape was built with), beside the values of its
-    pushforward block."""
+    tangents (the caller registers the rules and overloads the tape was built with), beside the
+    values of its pushforward block. An overload of the rule's pullback (``ad.backpropagate``) is
+    what the closure form of the equation alone transposes (every output of it reaches its
+    output: the "dense" one), so its source is shown."""
     m = model
     e = m.eqns[eqn]
     ops = [m.values[repr(x)] if type(x) is Var else x.value for x in e.inputs]
@@ -252,10 +289,12 @@ def compare_tangents(model: DebugModel, eqn: int) -> TangentComparison:
                 for x in e.inputs]
     names = [m.tangents.get(repr(v)) for v in e.outputs]
     lifted = [m.values[n] if n else None for n in names]
-    rule = e.prim.frule or e.prim.rule
+    overload = e.prim.overloads.get("dense")
+    rule = overload or e.prim.frule or e.prim.rule
     dtypes = [np.asarray(v).dtype for v in ops + [x for x in lifted if x is not None]]
     block = [i for i in m.rows[m.row_of_eqn[eqn]].backward]
-    result = TangentComparison(repr(e.outputs[0]), e.prim, e.source, source_of(rule), block, exact_rtol(dtypes))
+    result = TangentComparison(repr(e.outputs[0]), e.prim, e.source, source_of(rule), block, exact_rtol(dtypes),
+                               overloaded=overload is not None)
 
     def alone(*operands):
         return e.prim.bind(*operands, **dict(e.params))
@@ -273,10 +312,10 @@ def compare_tangents(model: DebugModel, eqn: int) -> TangentComparison:
 
 def _block_and_verdict(model: DebugModel, listing: Listing, c, empty: str) -> tuple[str, str]:
     """The compared block's equations and the verdict line, shared by both modes' panels."""
-    block = "".join(f'<div class="tv-eq" data-var="{esc(repr(model.eqns[i].outputs[0]))}">{listing.line(i)}</div>'
+    block = "".join(f'<div class="tv-eq"{html_attr("data-var", repr(model.eqns[i].outputs[0]))}>{listing.line(i)}</div>'
                     for i in c.block) or f'<div class="tv-eq">(no equations: {empty})</div>'
     if c.error:
-        return block, f'<div class="tv-verdict tv-bad">the closure form raised {esc(c.error)}</div>'
+        return block, f'<div class="tv-verdict tv-bad">the closure form raised {html_text(c.error)}</div>'
     return block, (f'<div class="tv-verdict {"tv-good" if c.ok else "tv-bad"}">'
                    f'{"closure and lifted agree" if c.ok else "closure and lifted DIFFER"} '
                    f'(relative tolerance {c.tolerance:.1e})</div>')
@@ -284,19 +323,21 @@ def _block_and_verdict(model: DebugModel, listing: Listing, c, empty: str) -> tu
 
 def tangent_html(model: DebugModel, listing: Listing, comparison, name: str | None) -> str:
     if comparison is None:
-        what = f"{esc(name)} belongs to no pushforward" if name else "nothing selected"
+        what = f"{html_text(name)} belongs to no pushforward" if name else "nothing selected"
         return (f'<div class="tv-closure-panel" data-instance="">Select a primal equation or its tangent '
                 f'to compare its closure and lifted pushforwards ({what}).</div>')
     c = comparison
-    head = (f'<div class="tv-closure-h">pushforward of <b>{esc(c.prim.name)}</b> for {listing.var(c.name)}'
-            f' at <code>{esc(c.source or "?")}</code></div>')
+    head = (f'<div class="tv-closure-h">pushforward of <b>{html_text(c.prim.name)}</b> for {listing.var(c.name)}'
+            f' at <code>{html_text(c.source or "?")}</code></div>')
     block, verdict = _block_and_verdict(model, listing, c, "no tangent reaches it")
     rows = "".join(_row_html(listing, row, "no tangent") for row in c.rows)
-    return (f'<div class="tv-closure-panel"{attr("data-instance", c.name)}{attr("data-ok", str(c.ok).lower())}'
-            f' data-mode="forward">{head}{verdict}'
+    caption = ("overload source (ad.backpropagate: the closure form pushes forward through the vjp of "
+               "its pullback)" if c.overloaded else "rule source (the closure form runs it)")
+    return (f'<div class="tv-closure-panel"{html_attr("data-instance", c.name)}'
+            f'{html_attr("data-ok", str(c.ok).lower())} data-mode="forward">{head}{verdict}'
             '<table class="tv-table"><thead><tr><th>output</th><th>closure tangent</th><th>lifted tangent</th>'
             f'<th>max |diff|</th><th>max rel</th><th></th></tr></thead><tbody>{rows}</tbody></table>'
-            '<div class="tv-src"><div><div class="tv-caption">rule source (the closure form runs it)</div>'
-            f'<pre>{esc(c.rule_source)}</pre></div></div>'
+            f'<div class="tv-src"><div><div class="tv-caption">{caption}</div>'
+            f'<pre>{html_text(c.rule_source)}</pre></div></div>'
             f'<div class="tv-caption">lifted pushforward: {len(c.block)} equation(s) in the tape</div>'
             f'<div class="tv-lifted">{block}</div></div>')

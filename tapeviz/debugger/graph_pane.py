@@ -9,10 +9,10 @@ from collections import OrderedDict
 
 from .. import labels
 from ..draw import to_graphviz
-from ..export import export_bytes
-from ..render import RenderError, RenderWarning, choose, render
+from ..escaping import html_attr, html_text
+from ..figures import export_bytes
+from ..renderer import RenderError, RenderWarning, choose, render
 from .dot import DOT
-from .markup import esc
 from .model import DebugModel
 
 SELECTED_TINT = "#bfdbfe"
@@ -21,8 +21,8 @@ DOT_CACHE = 64
 
 
 def _swatch(frame: str, fill: str, width: int, text: str) -> str:
-    return (f'<span class="tv-swatch" style="border:{min(width, 3)}px solid {frame};background:{fill}"></span>'
-            f'{esc(text)}')
+    style = html_attr("style", f"border:{min(width, 3)}px solid {frame};background:{fill}")
+    return f'<span class="tv-swatch"{style}></span>{html_text(text)}'
 
 
 ABSENT = {"reverse": {"tangent"}, "forward": {"cotangent"}}     # value kinds a mode's tape never has
@@ -82,7 +82,7 @@ class GraphPane:
             with graphviz_quiet():
                 text = DOT.svg(source) or render(source).decode()
         except RenderError as exc:
-            return f'<pre class="tv-message">{esc(exc)}</pre>'
+            return f'<pre class="tv-message">{html_text(exc)}</pre>'
         return text[text.find("<svg"):]
 
     def export(self, format: str, title: str) -> bytes:

@@ -20,8 +20,10 @@ import colorsys
 
 import numpy as np
 
-from .markup import attr, esc
+from ..escaping import html_attr, html_text
 from .model import DebugModel
+from ad.origins import OriginKind
+from ad.origins import OriginKind
 
 MAX_CELLS = (24, 32)                   # rows, columns of the heatmap
 NAN, POS_INF, NEG_INF = "#d946ef", "#111827", "#111827"
@@ -59,15 +61,15 @@ def inspector_html(model: DebugModel, var_html, name: str | None = None) -> str:
                    else "a cotangent input")
     cards = [card(model, name, "value", var_html)]
     cards.append(card(model, partner, role, var_html) if partner else
-                 f'<div class="tv-card tv-card-empty"><div class="tv-card-h">{role}</div>{esc(missing)}</div>')
-    return (f'<div class="tv-value"{attr("data-var", name)}{attr("data-partner", partner or "")}>'
+                 f'<div class="tv-card tv-card-empty"><div class="tv-card-h">{role}</div>{html_text(missing)}</div>')
+    return (f'<div class="tv-value"{html_attr("data-var", name)}{html_attr("data-partner", partner or "")}>'
             f'{"".join(cards)}</div>')
 
 
 def _of(model: DebugModel, name: str) -> str | None:
     p = model.producer_index.get(name)
     o = model.eqns[p].origin if p is not None else None
-    return repr(o.of) if o is not None and o.of is not None and o.kind in ("accumulate", "seed", "zeros") else None
+    return repr(o.of) if o is not None and o.of is not None and o.kind in (OriginKind.ACCUMULATE, OriginKind.SEED, OriginKind.ZEROS) else None
 
 
 def card(model: DebugModel, name: str, role: str, var_html) -> str:
@@ -75,23 +77,23 @@ def card(model: DebugModel, name: str, role: str, var_html) -> str:
     value = model.values.get(name)
     p = model.producer_index.get(name)
     kinds = FORWARD_KINDS if model.mode == "forward" else KINDS
-    facts = [esc(d["aval"]), esc(kinds.get(d["kind"], d["kind"]))]
+    facts = [html_text(d["aval"]), html_text(kinds.get(d["kind"], d["kind"]))]
     if d["label"]:
-        facts.insert(0, f'<span class="tv-label">{esc(d["label"])}</span>')
+        facts.insert(0, f'<span class="tv-label">{html_text(d["label"])}</span>')
     if d["output"]:
-        facts.append(f'<span class="tv-out">\u2192 {esc(d["output"])}</span>')
+        facts.append(f'<span class="tv-out">\u2192 {html_text(d["output"])}</span>')
     when, eq = "", ""
     if p is not None:
         steps = "".join(f'<span class="tv-g-{g}">, step {model.step_of(p, g) + 1}</span>'
                         for g in model.steps)
-        facts.append(f"made by #{p} {esc(model.eqns[p].prim.name)}{steps}")
+        facts.append(f"made by #{p} {html_text(model.eqns[p].prim.name)}{steps}")
         when = ('<div class="tv-when"><div class="tv-note tv-when-future">not computed '
                 'yet at the cursor: shown as it will be</div><div class="tv-note tv-just tv-when-current">'
                 'written by this step</div></div>')
         place = "future" if p >= model.step.stop else "current" if model.step.start <= p else "done"
-        eq = attr("data-eq", p) + attr("data-when", place)
-    return (f'<div class="tv-card"{attr("data-role", role)}{attr("data-var", name)}{eq}>'
-            f'<div class="tv-card-h">{esc(role)} {var_html(name)} {SEP.join(facts)}</div>{when}'
+        eq = html_attr("data-eq", p) + html_attr("data-when", place)
+    return (f'<div class="tv-card"{html_attr("data-role", role)}{html_attr("data-var", name)}{eq}>'
+            f'<div class="tv-card-h">{html_text(role)} {var_html(name)} {SEP.join(facts)}</div>{when}'
             f'{stats_html(value)}{heatmap_html(value)}</div>')
 
 
@@ -100,7 +102,7 @@ def stats_html(value) -> str:
         return '<div class="tv-note">an opaque closure handle (no array)</div>'
     a = np.asarray(value)
     if a.dtype == object or a.size == 0:
-        return f'<div class="tv-note">{esc(a.dtype)} array of size {a.size}</div>'
+        return f'<div class="tv-note">{html_text(a.dtype)} array of size {a.size}</div>'
     cells = [("dtype", str(a.dtype)), ("shape", str(a.shape))]
     if a.dtype == bool:
         cells.append(("true", f"{int(a.sum())} of {a.size}"))
@@ -114,7 +116,7 @@ def stats_html(value) -> str:
         if np.issubdtype(a.dtype, np.inexact):
             cells += [("NaN", str(int(np.isnan(a).sum()))), ("Inf", str(int(np.isinf(a).sum())))]
     bad = {k for k, v in cells if k in ("NaN", "Inf") and v != "0"}
-    body = "".join(f'<span class="{"tv-bad" if k in bad else ""}"><b>{esc(k)}</b> {esc(v)}</span>'
+    body = "".join(f'<span class="{"tv-bad" if k in bad else ""}"><b>{html_text(k)}</b> {html_text(v)}</span>'
                    for k, v in cells)
     return f'<div class="tv-stats">{body}</div>'
 
@@ -166,11 +168,11 @@ def heatmap_html(value) -> str:
     a = a.astype(np.complex128 if is_complex else np.float64)
     if a.ndim == 0 and is_complex:
         z = complex(a)
-        return (f'<div class="tv-scalar"{attr("data-value", repr(z))}>{esc(complex_text(z))}</div>'
-                f'<div class="tv-polar">{esc(polar_text(z))}{SEP}re {esc(f"{z.real:.6g}")}'
-                f'{SEP}im {esc(f"{z.imag:.6g}")}</div>')
+        return (f'<div class="tv-scalar"{html_attr("data-value", repr(z))}>{html_text(complex_text(z))}</div>'
+                f'<div class="tv-polar">{html_text(polar_text(z))}{SEP}re {html_text(f"{z.real:.6g}")}'
+                f'{SEP}im {html_text(f"{z.imag:.6g}")}</div>')
     if a.ndim == 0:
-        return f'<div class="tv-scalar"{attr("data-value", repr(float(a)))}>{esc(f"{float(a):.6g}")}</div>'
+        return f'<div class="tv-scalar"{html_attr("data-value", repr(float(a)))}>{html_text(f"{float(a):.6g}")}</div>'
     grid = a.reshape(1, -1) if a.ndim == 1 else a.reshape(-1, a.shape[-1])
     rows, cols = min(grid.shape[0], MAX_CELLS[0]), min(grid.shape[1], MAX_CELLS[1])
     shown = grid[:rows, :cols]
@@ -183,11 +185,11 @@ def heatmap_html(value) -> str:
             index = f"[{j}]" if a.ndim == 1 else f"[{i},{j}]"
             cls = ' class="tv-nan"' if np.isnan(x) else ' class="tv-inf"' if np.isinf(x) else ""
             text = f"{complex_text(x)} ({polar_text(x)})" if is_complex else f"{x:.6g}"
-            cells.append(f'<td{cls} style="background:{colours[i][j]}"{attr("title", f"{index} = {text}")}></td>')
+            cells.append(f'<td{cls} style="background:{colours[i][j]}"{html_attr("title", f"{index} = {text}")}></td>')
         body.append("<tr>" + "".join(cells) + "</tr>")
     note = ""
     if grid.shape != shown.shape or a.ndim > 2:
-        note = (f'<div class="tv-note">showing {rows}\u00d7{cols} of {esc(a.shape)}'
+        note = (f'<div class="tv-note">showing {rows}\u00d7{cols} of {html_text(a.shape)}'
                 f'{" (leading axes flattened)" if a.ndim > 2 else ""}</div>')
     scale = np.abs(grid[np.isfinite(grid)]).max(initial=0.0)
     keys = ('NaN <span class="tv-key tv-nan"></span> Inf <span class="tv-key tv-inf"></span>')

@@ -11,10 +11,12 @@ markup and draws only the rows in view (see ``static/debugger.js``).
 """
 from __future__ import annotations
 
+from ad.origins import OriginKind
+from ad.origins import OriginKind
 from ad.tape import Var, format_literal, format_param
 
+from ..escaping import html_attr, html_text
 from ..graph import BACKWARD_BLOCK, PUSHFORWARD_BLOCK
-from .markup import attr, esc
 from .model import RIGHT_BLOCKS, DebugModel
 
 RESIDUAL_COLOURS = 8
@@ -38,12 +40,12 @@ def writes_text(model: DebugModel) -> str:
 def phase_html(model: DebugModel) -> str:
     step = model.step
     checks = "none" if model.report is None else ("fail" if not model.report.ok else "pass")
-    return (f'<div class="tv-phase"{attr("data-phase", step.phase)}{attr("data-step", model.index)}'
-            f'{attr("data-steps", model.n_steps)}{attr("data-current", model.current)}'
-            f'{attr("data-granularity", model.granularity)}{attr("data-selected", model.selected or "")}'
-            f'{attr("data-checks", checks)}>'
-            f'<span class="tv-phase-text">{esc(model.phase_line())}</span>'
-            f'<span class="tv-phase-writes">writes {esc(writes_text(model))}</span></div>')
+    return (f'<div class="tv-phase"{html_attr("data-phase", step.phase)}{html_attr("data-step", model.index)}'
+            f'{html_attr("data-steps", model.n_steps)}{html_attr("data-current", model.current)}'
+            f'{html_attr("data-granularity", model.granularity)}{html_attr("data-selected", model.selected or "")}'
+            f'{html_attr("data-checks", checks)}>'
+            f'<span class="tv-phase-text">{html_text(model.phase_line())}</span>'
+            f'<span class="tv-phase-writes">writes {html_text(writes_text(model))}</span></div>')
 
 
 # -- the listing ---------------------------------------------------------------------------------
@@ -67,8 +69,9 @@ class Listing:
             k = self.model.residual_order.get(name)
             if k is not None:
                 cls += f" tv-res tv-r{k % RESIDUAL_COLOURS}"
-            title = attr("title", d["label"]) if d["label"] else ""
-            span = self._vars[name] = f'<span class="{cls}" data-var="{esc(name)}"{title}>{esc(name)}</span>'
+            title = html_attr("title", d["label"]) if d["label"] else ""
+            span = f'<span class="{cls}"{html_attr("data-var", name)}{title}>{html_text(name)}</span>'
+            self._vars[name] = span
         return span
 
     def line(self, i: int) -> str:
@@ -80,29 +83,29 @@ class Listing:
     def _format(self, i: int) -> str:
         e = self.model.eqns[i]
         attrs = self.model.var_attrs
-        lhs = " ".join(f'{self.var(repr(v))}<span class="tv-aval">:{esc(v.aval)}</span>' for v in e.outputs)
+        lhs = " ".join(f'{self.var(repr(v))}<span class="tv-aval">:{html_text(v.aval)}</span>' for v in e.outputs)
         params = " ".join(f"{k}={format_param(v)}" for k, v in e.params)
         if len(params) > MAX_PARAMS:
             params = params[:MAX_PARAMS - 1] + "\u2026"
         ops = " ".join(self.var(repr(x)) if type(x) is Var else
-                       f'<span class="tv-lit">{esc(format_literal(x.value))}</span>' for x in e.inputs)
-        rhs = f'<b class="tv-prim">{esc(e.prim.name)}</b>'
+                       f'<span class="tv-lit">{html_text(format_literal(x.value))}</span>' for x in e.inputs)
+        rhs = f'<b class="tv-prim">{html_text(e.prim.name)}</b>'
         if params:
-            rhs += f' <span class="tv-params">{esc(params)}</span>'
+            rhs += f' <span class="tv-params">{html_text(params)}</span>'
         outs = [attrs[repr(v)]["output"] for v in e.outputs if attrs[repr(v)]["output"]]
-        tail = "".join(f'<span class="tv-out">\u2192 {esc(o)}</span>' for o in outs)
+        tail = "".join(f'<span class="tv-out">\u2192 {html_text(o)}</span>' for o in outs)
         o = e.origin
-        if o.kind == "accumulate":
-            tail += f'<span class="tv-tag tv-tag-fanin">fan-in of {esc(o.of)}</span>'
-        elif o.kind in ("seed", "zeros", "tangent_zeros"):
-            tail += f'<span class="tv-tag">{esc(o.describe())}</span>'
+        if o.kind is OriginKind.ACCUMULATE:
+            tail += f'<span class="tv-tag tv-tag-fanin">fan-in of {html_text(o.of)}</span>'
+        elif o.kind in (OriginKind.SEED, OriginKind.ZEROS, OriginKind.TANGENT_ZEROS):
+            tail += f'<span class="tv-tag">{html_text(o.describe())}</span>'
         if repr(e.outputs[0]) in self.model.gt.meta.get("hoisted", ()):
             tail += ('<span class="tv-tag" title="it reads no tangent: ad.linearize runs it once, in the '
                      'forward section">hoisted</span>')
         if e.prim.kind == "opaque":
             reason = next((f.reason for f in self.model.fallbacks
                            if f.rule == o.rule and f.source == e.source), "the rule could not be lifted")
-            tail += f'<span class="tv-tag tv-tag-opaque"{attr("title", reason)}>opaque closure</span>'
+            tail += f'<span class="tv-tag tv-tag-opaque"{html_attr("title", reason)}>opaque closure</span>'
         # one line of fixed height: the text gives way (an ellipsis) to the outputs and tags
         return (f'<span class="tv-line"><span class="tv-text"><span class="tv-n">#{i}</span>{lhs} = {rhs} {ops}'
                 f'</span>{tail}</span>')
@@ -148,12 +151,12 @@ class Listing:
                         f'<td class="tv-backward">{self._cell(row.backward, ctx, "backward")}</td></tr>')
         if hi < len(m.rows):
             body.append(f'<tr class="tv-more"><td colspan="2">\u2026 {len(m.rows) - hi} rows below</td></tr>')
-        where = f'{attr("data-step", m.index)}{attr("data-current", m.current)}' if cursor else ""
+        where = f'{html_attr("data-step", m.index)}{html_attr("data-current", m.current)}' if cursor else ""
         left, right = HEADERS[m.mode]
-        return (f'<div class="tv-listing"{where}{attr("data-mode", m.mode)}'
-                f'{attr("data-rows", f"{lo}-{hi - 1}")}{attr("data-total-rows", len(m.rows))}>'
+        return (f'<div class="tv-listing"{where}{html_attr("data-mode", m.mode)}'
+                f'{html_attr("data-rows", f"{lo}-{hi - 1}")}{html_attr("data-total-rows", len(m.rows))}>'
                 '<div class="tv-scroll"><table class="tv-pair"><thead><tr>'
-                f'<th class="tv-forward">{esc(left)}</th><th class="tv-backward">{esc(right)}</th>'
+                f'<th class="tv-forward">{html_text(left)}</th><th class="tv-backward">{html_text(right)}</th>'
                 f'</tr></thead><tbody>{"".join(body)}</tbody></table></div></div>')
 
     def _inputs(self, partners, cursor: bool = True) -> str:
@@ -165,9 +168,9 @@ class Listing:
             cls = " tv-sel" if cursor and name == m.selected else ""
             kind = ("differentiated" if d["kind"] == "parameter" or name in m.tangents
                     else f"tangent of {d['tangent_of']}" if d["kind"] == "tangent" else "not differentiated")
-            lines.append(f'<div class="tv-eq tv-input{cls}" data-var="{esc(name)}"><span class="tv-n">in</span>'
-                         f'{self.var(name)}<span class="tv-aval">:{esc(d["aval"])}</span> '
-                         f'<span class="tv-label">{esc(d["label"])}</span> '
+            lines.append(f'<div class="tv-eq tv-input{cls}"{html_attr("data-var", name)}><span class="tv-n">in</span>'
+                         f'{self.var(name)}<span class="tv-aval">:{html_text(d["aval"])}</span> '
+                         f'<span class="tv-label">{html_text(d["label"])}</span> '
                          f'<span class="tv-kind">{kind}</span></div>')
         return "".join(lines)
 
@@ -204,9 +207,9 @@ class Listing:
                 g = (o.kind in RIGHT_BLOCKS, repr(o.of)) if side == "backward" else repr(o.of)
                 header = _group_header(m, i, side, len(eqns)) if g != group else None
                 group = g
-                before = f'<div class="tv-block-h">{esc(header)}</div>' if header else ""
-                first = esc(repr(m.eqns[i].outputs[0]))
-                parts.append((i, before, f' data-eq="{i}" data-var="{first}">{self.line(i)}'))
+                before = f'<div class="tv-block-h">{html_text(header)}</div>' if header else ""
+                first = html_attr("data-var", repr(m.eqns[i].outputs[0]))
+                parts.append((i, before, f' data-eq="{i}"{first}>{self.line(i)}'))
             self._cells[key] = parts
         return parts
 
@@ -229,4 +232,5 @@ def _badge(mark) -> str:
     sign = "\u2717" if mark.status == "fail" else "\u26a0"
     text = f"{sign} {mark.check}" + (f" of #{mark.eqn}" if mark.partner else "")
     title = mark.message + (f" (found on equation #{mark.eqn}, this one's partner)" if mark.partner else "")
-    return f'<span class="tv-badge tv-{esc(mark.status)}" title="{esc(title)}">{esc(text)}</span>'
+    cls = html_attr("class", f"tv-badge tv-{mark.status}")
+    return f'<span{cls}{html_attr("title", title)}>{html_text(text)}</span>'

@@ -8,8 +8,8 @@ Everything per equation is computed once, when the model is built; a step or a s
 moves indices, so the view can redraw a window of a 10,000-equation tape in milliseconds.
 
 Vocabulary: an *instance* is one firing of a rule, named by its first output (``%9``); its
-forward *body* is the equations with ``Origin("primal", of=%9)`` and its pullback *block* those
-with ``Origin("pullback" | "project", of=%9)``. A *step* is a run of equations the cursor moves
+forward *body* is the equations with ``Origin(OriginKind.PRIMAL, of=%9)`` and its pullback *block* those
+with ``Origin(OriginKind.PULLBACK | "project", of=%9)``. A *step* is a run of equations the cursor moves
 over at once: an instance body or a pullback block ("pullback" granularity), or one equation
 ("primitive" granularity); fan-in accumulation, the seed and structural zeros are steps of their
 own at both. A *row* pairs an instance body (left) with the backward equations about its
@@ -27,10 +27,12 @@ import numpy as np
 
 import ad
 from ad import pytree
+from ad.origins import OriginKind
+from ad.origins import OriginKind
 from ad.tape import Eqn, InvalidTapeError, Tape, Var, eval_tape, validate
 
-from ..graph import (BACKWARD_BLOCK, EQUATION_KINDS, PUSHFORWARD_BLOCK, TANGENT_KINDS, annotate, node_of, phase_of,
-                     to_networkx, values_of)
+from ..graph import (BACKWARD_BLOCK, EQUATION_KINDS, PUSHFORWARD_BLOCK, TANGENT_KINDS, annotate,
+                     node_of, phase_of, to_networkx, values_of)
 
 GRANULARITIES = ("pullback", "primitive")
 
@@ -86,7 +88,7 @@ def build_steps(gt, granularity: str) -> list[Step]:
         if key is not None and key == last_key:
             steps[-1] = steps[-1]._replace(stop=i + 1)
         else:
-            kind = "pullback" if o.kind in BACKWARD_BLOCK else "pushforward" if o.kind in PUSHFORWARD_BLOCK else o.kind
+            kind = o.kind.block or o.kind
             steps.append(Step(phase, kind, i, i + 1, of, o.rule or e.prim.name))
         last_key = key
     return steps
@@ -312,8 +314,8 @@ class DebugModel:
                     k = body.forward.index(step.start) + 1
                     text += f", equation {k} of {len(body.forward)}: {e.prim.name}"
             return text + (f" ({n} equations)" if n > 1 else "")
-        if step.kind in ("pullback", "pushforward"):
-            derived = e.origin.kind not in ("pushforward_vjp", "pushforward_frule")   # else say which
+        if step.kind in (OriginKind.PULLBACK, OriginKind.PUSHFORWARD):
+            derived = e.origin.kind not in (OriginKind.PUSHFORWARD_VJP, OriginKind.PUSHFORWARD_FRULE)   # else say which
             text = f"{step.kind} of {step.of} ({step.rule})" if derived else e.origin.describe()
             if n == 1:
                 block = [i for i in self.rows[self.row_of_eqn[step.start]].backward
@@ -321,7 +323,7 @@ class DebugModel:
                 if len(block) > 1:
                     text += f", equation {block.index(step.start) + 1} of {len(block)}: {e.prim.name}"
             return text + (f" ({n} equations)" if n > 1 else "")
-        if step.kind == "accumulate":
+        if step.kind is OriginKind.ACCUMULATE:
             return f"fan-in: accumulate cotangent of {step.of}"
         return e.origin.describe()
 

@@ -11,7 +11,7 @@ about a tenth of the JSON), which the browser unpacks with ``DecompressionStream
 with the tape: ``max_bytes`` bounds the session's JSON, with a message that says what to do, and
 a page above ``WARN_BYTES`` is written with a warning.
 
-The notebook renderer (``tapeviz.notebooks``) runs notebooks with ``EMBED_ENV`` set: each
+The notebook renderer (``tapeviz.commands.notebooks``) runs notebooks with ``EMBED_ENV`` set: each
 debugger then adds its session to its mime bundle (``SESSION_MIME``), and the rendered page
 draws it with ``mount_html`` and ``assets``.
 """
@@ -19,17 +19,17 @@ from __future__ import annotations
 
 import base64
 import gzip
-import html
 import json
 import re
 import warnings
 from pathlib import Path
 
+from ..escaping import html_text
 from .frames import checks_part, sel_part, step_part
 from .graph_pane import legend
 from .inspector import inspector_html
 from .listing import Listing, phase_html
-from .markup import esc, static
+from .markup import static
 from .residuals import residuals_html
 
 EMBED_ENV = "TAPEVIZ_EMBED_SESSIONS"
@@ -157,7 +157,7 @@ def mount_html(packed: str) -> str:
 
 
 def too_large_html(reason: str, snapshot: str) -> str:
-    return f'<div class="tv-static-too-large"><p>{esc(reason)}</p>{snapshot}</div>'
+    return f'<div class="tv-static-too-large"><p>{html_text(reason)}</p>{snapshot}</div>'
 
 
 def assets() -> str:
@@ -171,9 +171,9 @@ def assets() -> str:
 def write_page(dbg, path, *, title: str | None = None, max_bytes: int = MAX_BYTES) -> Path:
     """Write a self-contained page of ``dbg``'s session to ``path`` (it loads nothing)."""
     title = title or f"tape debugger: {getattr(dbg.f, '__name__', 'program')}"
-    text = (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>'
+    text = (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html_text(title)}</title>'
             '<meta name="viewport" content="width=device-width,initial-scale=1"></head><body>'
-            f'<h1 style="font:600 18px sans-serif">{esc(title)}</h1>'
+            f'<h1 style="font:600 18px sans-serif">{html_text(title)}</h1>'
             f'{mount_html(pack(session(dbg, max_bytes)))}{assets()}</body></html>\n')
     if len(text) > WARN_BYTES:
         warnings.warn(f"{path}: the page is {len(text) / 1e6:.1f} MB (every step and variable of a "
@@ -188,6 +188,6 @@ def snapshot_html(dbg) -> str:
     manager): the phase line and the listing around the cursor, styled, with no script."""
     m = dbg.model
     return (f'<div class="tv-root tv-snapshot"><style>{static("debugger.css")}</style>{phase_html(m)}'
-            f'<div class="tv-caption">{html.escape(repr(dbg))}: a snapshot; run the cell with a kernel '
+            f'<div class="tv-caption">{html_text(repr(dbg))}: a snapshot; run the cell with a kernel '
             f'to step through the tape</div><div class="tv-listing-w">{Listing(m, SNAPSHOT_ROWS).render()}'
             '</div></div>')

@@ -8,8 +8,8 @@ import bisect
 
 from ad.tape import Var
 
+from ..escaping import html_attr, html_text
 from .listing import Listing
-from .markup import attr, esc
 from .model import DebugModel
 
 
@@ -43,14 +43,15 @@ def residuals_html(model: DebugModel, listing: Listing, rows_each_side: int = 30
         consumers = ", ".join(f"#{c}" for c in r["consumers"][:6]) + (" \u2026" if len(r["consumers"]) > 6 else "")
         cls = ' class="tv-live"' if live and cursor else ""
         mark = f' style="left:{step.start / n_eqns * 100:.2f}%"' if cursor else ""
-        rows.append(f'<tr{cls} data-var="{esc(r["name"])}" data-first="{r["first"]}" data-last="{r["last"]}"><td>{listing.var(r["name"])} '
-                    f'<span class="tv-label">{esc(r["label"])}</span></td><td>{esc(r["aval"])}</td>'
-                    f'<td class="tv-num">{r["bytes"]:,}</td><td>{esc(producer)}</td><td>{esc(consumers)}</td>'
+        rows.append(f'<tr{cls}{html_attr("data-var", r["name"])} data-first="{r["first"]}" data-last="{r["last"]}">'
+                    f'<td>{listing.var(r["name"])} <span class="tv-label">{html_text(r["label"])}</span></td>'
+                    f'<td>{html_text(r["aval"])}</td><td class="tv-num">{r["bytes"]:,}</td>'
+                    f'<td>{html_text(producer)}</td><td>{html_text(consumers)}</td>'
                     f'<td>{first} \u2192 {last}<div class="tv-life"><span style="left:{left:.2f}%;'
                     f'width:{max(width, 0.5):.2f}%"></span><i{mark}></i>'
                     f'</div></td></tr>')
     more = f" (rows {lo + 1}\u2013{hi} shown, around the cursor)" if hi - lo < len(table) else ""
-    return (f'<div class="tv-residuals"{attr("data-count", len(table))}>'
+    return (f'<div class="tv-residuals"{html_attr("data-count", len(table))}>'
             f'<div class="tv-caption">{len(table)} residuals, {total:,} bytes kept from the forward '
             f'pass for the {model.other_pass}{more}; highlighted: live at the cursor</div>'
             '<table class="tv-table"><thead><tr><th>residual</th><th>shape</th><th>bytes</th><th>producer</th>'

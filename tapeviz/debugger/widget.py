@@ -93,8 +93,10 @@ class TapeDebugger(anywidget.AnyWidget):
             self.primal = ad.trace(f, *args)
         self.model = model
         self._legend = legend(model.mode)
-        # the rules as they are now: a rule swapped later must not change what is shown
+        # the rules and the overloads of their pullbacks (ad.backpropagate) as they are now: one
+        # swapped later must not change what is shown
         self.rules = {e.prim: e.prim.rule for e in self.primal.eqns}
+        self.overloads = {e.prim: dict(e.prim.overloads) for e in self.primal.eqns}
         self.listing_view = Listing(self.model, rows)
         self._window = None                    # the listing's rows [lo, hi) the view has
         self.graph = GraphPane(self.model, graph_k)
@@ -254,7 +256,7 @@ class TapeDebugger(anywidget.AnyWidget):
             return None
         if inst_name not in self._comparisons:
             if self._instances is None:
-                self._instances = instances(m.gt, self.primal, self.rules)
+                self._instances = instances(m.gt, self.primal, self.rules, self.overloads)
             inst = self._instances.get(inst_name)
             block = [m.graph.nodes[eid]["index"] for eid in m.graph.graph["blocks"].get(inst_name, ())]
             self._comparisons[inst_name] = None if inst is None else compare(
@@ -307,11 +309,18 @@ class TapeDebugger(anywidget.AnyWidget):
 
     @contextlib.contextmanager
     def _built_rules(self):
-        """The rules the tape was built with, registered again while checks or comparisons run."""
+        """The rules the tape was built with, and the overloads of their pullbacks, registered
+        again while checks or comparisons run."""
         with contextlib.ExitStack() as stack:
             for prim, rule in self.rules.items():
                 if prim.rule is not rule:
                     stack.enter_context(ad.using_rule(prim, rule))
+            for prim, built in self.overloads.items():
+                for kind in set(built) | set(prim.overloads):
+                    if kind not in built:               # registered since: removed for the block
+                        stack.callback(ad.backpropagate(prim, kind), ad.backpropagate.remove(prim, kind))
+                    elif prim.overloads.get(kind) is not built[kind]:
+                        stack.enter_context(ad.backpropagate.using(prim, built[kind], kind))
             yield
 
     def _checks_from_view(self) -> None:

@@ -16,8 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from browser import ARTIFACTS, LOOPBACK, ROOT, TOKEN, UI_TIMEOUT_MS, Server, free_port, jupyter_env, require_chromium
-from debugger_notebook import FORWARD_NOTEBOOK, MARIMO_APP, NOTEBOOK, make_marimo_app, make_notebook
+from tests.support.browser import (ARTIFACTS, LOOPBACK, ROOT, TOKEN, UI_TIMEOUT_MS, Server, free_port,
+                                   jupyter_env, require_chromium)
+from tests.support.debugger_notebook import (FORWARD_NOTEBOOK, MARIMO_APP, NOTEBOOK, make_marimo_app,
+                                             make_notebook)
 
 @pytest.fixture(scope="session")
 def notebook_dir(tmp_path_factory) -> Path:

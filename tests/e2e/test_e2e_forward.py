@@ -6,7 +6,7 @@ import pytest
 from playwright.sync_api import expect
 
 import tapeviz
-from browser import assert_offline, open_offline
+from tests.support.browser import assert_offline, open_offline
 
 pytestmark = pytest.mark.browser
 

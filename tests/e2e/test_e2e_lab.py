@@ -16,9 +16,9 @@ import pytest
 from nbclient import NotebookClient
 from playwright.sync_api import expect
 
-from browser import ROOT
-from debugger_notebook import FORWARD_NOTEBOOK, NOTEBOOK, make_notebook
-from scenario import KERNEL_TIMEOUT_MS, rendered, step_select_zoom_check, view_errors
+from tests.support.browser import ROOT
+from tests.support.debugger_notebook import FORWARD_NOTEBOOK, NOTEBOOK, make_notebook
+from tests.support.scenario import KERNEL_TIMEOUT_MS, rendered, step_select_zoom_check, view_errors
 
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 

@@ -3,7 +3,7 @@ scenario (marimo draws anywidgets in a shadow root, which Playwright's locators 
 import pytest
 from playwright.sync_api import expect
 
-from scenario import KERNEL_TIMEOUT_MS, step_select_zoom_check
+from tests.support.scenario import KERNEL_TIMEOUT_MS, step_select_zoom_check
 
 pytestmark = pytest.mark.browser
 

@@ -9,12 +9,12 @@ import pytest
 from nbclient import NotebookClient
 from playwright.sync_api import expect
 
-from debugger_notebook import NOTEBOOK, make_notebook
-from scenario import KERNEL_TIMEOUT_MS, step_select_zoom_check
+from tests.support.debugger_notebook import NOTEBOOK, make_notebook
+from tests.support.scenario import KERNEL_TIMEOUT_MS, step_select_zoom_check
+from tests.support import ROOT
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_notebook_executes_and_shows_the_debugger(tmp_path, monkeypatch):

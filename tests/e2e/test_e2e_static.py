@@ -8,8 +8,8 @@ from playwright.sync_api import expect
 import ad
 import tapeviz
 from ad.examples import mlp_example, mlp_loss
-from browser import assert_offline, open_offline
-from debugger_notebook import HOSTILE
+from tests.support.browser import assert_offline, open_offline
+from tests.support.debugger_notebook import HOSTILE
 
 pytestmark = pytest.mark.browser
 

@@ -6,8 +6,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from debugger_notebook import HOSTILE
-from scenario import step_select_zoom_check, view_errors
+from tests.support.debugger_notebook import HOSTILE
+from tests.support.scenario import step_select_zoom_check, view_errors
 
 pytestmark = pytest.mark.browser
 

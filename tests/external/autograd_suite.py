@@ -31,8 +31,8 @@ from pathlib import Path
 
 import pytest
 
-from .autograd_shim import installed
-from .causes import REPO_ROOT, cause, frames, library, raised_in_ad, refused, short_path
+from tests.external.autograd_shim import installed
+from tests.external.causes import REPO_ROOT, cause, frames, library, raised_in_ad, refused, short_path
 
 AUTOGRAD_URL = "https://github.com/HIPS/autograd"
 TEST_TIMEOUT = 120          # seconds per test (pytest-timeout)

@@ -8,8 +8,9 @@ import traceback
 from pathlib import Path
 
 from ad.errors import GuardError, TraceError
+from tests.support import ROOT
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = ROOT
 AD_DIR = str(REPO_ROOT / "ad") + os.sep
 _SITE = "site-packages" + os.sep
 

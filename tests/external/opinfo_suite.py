@@ -38,7 +38,7 @@ import torch
 
 import ad
 
-from .causes import cause, frames, library, normalized, raised_in_ad, refused
+from tests.external.causes import cause, frames, library, normalized, raised_in_ad, refused
 
 FORMS = ("lifted", "closure", "compiled")
 CLASSES = ("wrong gradient", "crash inside ad", "ad refuses", "ref not traceable", "differs from torch",

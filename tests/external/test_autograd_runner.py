@@ -8,9 +8,9 @@ import textwrap
 import numpy as np
 import pytest
 
-from external import autograd_shim, autograd_suite
-from external.autograd_shim import installed
-from needs import module
+from tests.external import autograd_shim, autograd_suite
+from tests.external.autograd_shim import installed
+from tests.support.needs import module
 
 
 def test_the_shim_maps_autograd_onto_numpy_and_ad():

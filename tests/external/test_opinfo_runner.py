@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 import ad
-from needs import module
+from tests.support.needs import module
 
 torch = module("torch")
-from external import opinfo_suite  # noqa: E402  (needs torch)
+from tests.external import opinfo_suite  # noqa: E402  (needs torch)
 
 
 @dataclass

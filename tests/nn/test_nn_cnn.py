@@ -1,4 +1,4 @@
-"""The digits CNN of ad.nn.examples: it trains (the loss decreases), its gradient tape lifts
+"""The digits CNN of ad.examples.networks: it trains (the loss decreases), its gradient tape lifts
 every rule, and its gradient agrees with PyTorch's, max-pool ties included."""
 import re
 
@@ -8,7 +8,8 @@ import torch
 import torch.nn.functional as F
 
 import ad
-from ad.nn import examples, pool
+from ad.examples import networks as examples
+from ad.nn import pool
 from ad.nn.windows import batch_last
 
 
@@ -61,7 +62,7 @@ def test_compiled_gradient_frees_large_temporaries(model):
     lands in fresh memory: 2.7x slower at batch 512); the im2col columns live until the weight
     gradient has read them."""
     gt = ad.passes.optimize(ad.grad_tape(model.loss, model.params, model.x[:256], model.y[:256]))
-    lines = ad.codegen.compile_tape(gt).source.splitlines()
+    lines = ad.compiler.codegen.compile_tape(gt).source.splitlines()
     columns = next(re.match(r"\s*(v\d+) = im2col\(", line).group(1) for line in lines if "= im2col(" in line)
     uses = [i for i, line in enumerate(lines) if re.search(rf"\b{columns}\b", line)]
     assert lines[uses[-1]].strip().startswith("del ")

@@ -6,7 +6,7 @@ import torch
 
 import ad
 import ad.nn as nn
-from ad.backward import residuals
+from ad.gradtape import residuals
 
 X = np.random.default_rng(0).standard_normal((4, 3, 5, 5))
 

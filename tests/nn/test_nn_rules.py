@@ -1,4 +1,4 @@
-"""Every line of the ad.nn spec table (tests/nn/nn_specs.py): finite differences, the closure /
+"""Every line of the ad.nn spec table (tests/support/nn_specs.py): finite differences, the closure /
 lifted / compiled forms agreeing, no opaque fallback, float32 kept float32, PyTorch's forward
 values and gradients (float64), and the program checker (ad.checks.check). Every ad.nn
 primitive passes ad.checks.check_rule at its declared samples, second order included."""
@@ -14,7 +14,7 @@ from ad.checks import check, check_rule
 from ad.checks.fd import dot_product_test
 from ad.samples import caller, draw, operands
 from ad.tape import validate
-from nn_specs import CASES, ELSEWHERE
+from tests.support.nn_specs import CASES, ELSEWHERE
 
 PARAMS = [pytest.param(c, id=c.id) for c in CASES]
 
@@ -31,7 +31,7 @@ def _weighted(case, w):
 def test_every_function_has_a_case():
     covered = {c.of for c in CASES}
     missing = sorted(set(nn.__all__) - covered - set(ELSEWHERE))
-    assert not missing, f"ad.nn functions without a line in tests/nn/nn_specs.py: {missing}"
+    assert not missing, f"ad.nn functions without a line in tests/support/nn_specs.py: {missing}"
 
 
 @pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in CASES if c.prims])

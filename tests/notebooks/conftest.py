@@ -10,13 +10,13 @@ import threading
 from pathlib import Path
 
 import pytest
+from tests.support import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 LOCAL = re.compile(r"^(https?|wss?)://(127\.0\.0\.1|localhost|\[::1\])[:/]|^(data|blob|about):")
 
 
 class Site:
-    """The output of one ``python -m tapeviz.notebooks render`` run."""
+    """The output of one ``python -m tapeviz.commands.notebooks render`` run."""
 
     def __init__(self, out: Path, status: int, stderr: str):
         self.out, self.status, self.stderr = out, status, stderr
@@ -37,7 +37,7 @@ def site(tmp_path_factory) -> Site:
     import contextlib
     import io
 
-    from tapeviz.notebooks import main
+    from tapeviz.commands.notebooks import main
 
     out = tmp_path_factory.mktemp("site")
     stderr = io.StringIO()

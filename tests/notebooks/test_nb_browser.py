@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from tapeviz.notebooks import find_notebooks
+from tapeviz.commands.notebooks import find_notebooks
+from tests.support import ROOT
 
-NOTEBOOKS = find_notebooks([Path(__file__).resolve().parents[2] / "notebooks"])
+NOTEBOOKS = find_notebooks([ROOT / "notebooks"])
 TOUR = next(n for n in NOTEBOOKS if n.stem.endswith("tour"))
 
 pytestmark = pytest.mark.browser

@@ -11,9 +11,9 @@ import nbformat
 import pytest
 
 from tapeviz.debugger.page import SESSION_MIME, unpack
-from tapeviz.notebooks import NotebookError, execute, find_notebooks, main, title
+from tapeviz.commands.notebooks import NotebookError, execute, find_notebooks, main, title
+from tests.support import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = find_notebooks([ROOT / "notebooks"])
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"

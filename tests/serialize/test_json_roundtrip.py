@@ -3,6 +3,8 @@ gradient tapes of every shape (joint, optimized, vjp seeds, sections, partition 
 import collections
 import json
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -12,9 +14,9 @@ import ad
 from ad import pytree
 from ad.passes import optimize
 from ad.serialize import NotSerializableError, dumps, loads
-from serialize_cases import (EXTRA, assert_same_tape, closure_only_rule, mlp_args, mlp_loss,
-                             program_function, program_inputs, programs)
-from cases import CASES, floats, weighted, weights
+from tests.support.serialize_cases import (EXTRA, assert_same_tape, closure_only_rule, mlp_args,
+                                           mlp_loss, program_function, program_inputs, programs)
+from tests.support.cases import CASES, floats, weighted, weights
 
 
 def round_trip(tape, tmp_path=None, **kw):
@@ -160,3 +162,20 @@ def test_unsaveable_static_argument_is_named():
     tape = ad.trace(lambda x, fn: fn(x), np.ones(2), np.sin)
     with pytest.raises(NotSerializableError, match=r"static argument fn: a ufunc"):
         dumps(tape)
+
+
+def test_saved_scipy_tapes_load_in_a_fresh_process(tmp_path):
+    """ad.scipy's rules are deferred by ``import ad`` (ad.primitives.defer); a saved tape that
+    names scipy.special's and scipy.stats's primitives loads them in a process that never
+    imported them."""
+    code = ("import numpy as np, ad, scipy.special as S\n"
+            "from ad.scipy.stats import multivariate_normal\n"
+            "f = lambda x: S.gammaln(x).sum() + multivariate_normal.cdf(x[:2], np.zeros(2), np.eye(2))\n"
+            f"ad.save(ad.trace(f, np.array([1.5, 2.0, 3.0])), {str(tmp_path / 't.json')!r})\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
+    load = ("import sys, numpy as np, ad\n"
+            "assert not any(m.startswith('ad.scipy') for m in sys.modules)\n"
+            f"t = ad.load({str(tmp_path / 't.json')!r})\n"
+            "print(sorted({e.prim.name for e in t.eqns if e.prim.name.startswith('scipy')}))\n")
+    out = subprocess.run([sys.executable, "-c", load], check=True, capture_output=True, text=True).stdout
+    assert "scipy.special.gammaln" in out and "scipy.stats.multivariate_normal.cdf" in out, out

@@ -12,7 +12,7 @@ import pytest
 
 import ad
 import tapeviz
-from needs import module, needs
+from tests.support.needs import module, needs
 from tapeviz.draw import draw, select
 
 has_dot = needs(shutil.which("dot") is not None, "Graphviz's dot program")

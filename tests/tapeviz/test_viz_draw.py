@@ -9,7 +9,7 @@ import pytest
 import ad
 from tapeviz import collapse, primitive_colour, to_graphviz, to_networkx, values_of
 from ad.examples import mlp_example, mlp_loss
-from tapeviz.labels import CURRENT, FAILED, KINDS, TINT, esc
+from tapeviz.labels import CURRENT, FAILED, KINDS, TINT, cell_text
 
 HOSTILE = '<b>&"{x}|\'\\N]'
 
@@ -70,9 +70,9 @@ def test_labels_say_name_type_value_and_provenance(mlp, mlp_graph):
     tape, args = mlp
     src = to_graphviz(mlp_graph).source
     w1 = node_statement(src, repr(tape.inputs[0]))
-    assert esc("params['W0']") in w1 and "f64[4,8]" in w1 and "mean" in w1
+    assert cell_text("params['W0']") in w1 and "f64[4,8]" in w1 and "mean" in w1
     grad = node_statement(src, repr(tape.outputs[1]))
-    assert esc("grad params['W0']") in grad and f"cotangent of {tape.inputs[0]!r}" in grad
+    assert cell_text("grad params['W0']") in grad and f"cotangent of {tape.inputs[0]!r}" in grad
     acc = next(e for e in tape.eqns if e.origin.kind == "accumulate")
     assert e_describe(acc) in node_statement(src, repr(acc.outputs[0]))
     scaled = next(e for e in tape.eqns if any(type(x) is ad.Lit for x in e.inputs))
@@ -80,7 +80,7 @@ def test_labels_say_name_type_value_and_provenance(mlp, mlp_graph):
 
 
 def e_describe(e):
-    return esc(e.origin.describe())
+    return cell_text(e.origin.describe())
 
 
 def test_each_primitive_has_a_stable_colour(mlp_graph):
@@ -98,8 +98,8 @@ def test_each_primitive_has_a_stable_colour(mlp_graph):
 def test_legend_lists_what_is_drawn(mlp_graph):
     legend = to_graphviz(mlp_graph, "forward").source.split("label=<<TABLE BORDER=\"0\"")[1]
     for kind in ("input", "parameter", "residual", "output"):
-        assert esc(KINDS[kind].text) in legend
-    assert esc(KINDS["cotangent"].text) not in legend            # nothing backward in this view
+        assert cell_text(KINDS[kind].text) in legend
+    assert cell_text(KINDS["cotangent"].text) not in legend            # nothing backward in this view
     assert ">matmul<" in legend and ">tanh<" in legend
 
 
@@ -115,7 +115,7 @@ def test_current_step_tint_and_failed_checks_are_marked(mlp):
     assert f'BGCOLOR="{TINT}"' in node_statement(src, tinted)
     failed = node_statement(src, repr(bad.outputs[0]))
     assert FAILED.frame in failed and "linearity" in failed and "off by 2x" in failed
-    assert esc(FAILED.text) in src and esc(CURRENT.text) in src
+    assert cell_text(FAILED.text) in src and cell_text(CURRENT.text) in src
     custom = to_graphviz(g, tint={tinted: "#123456"}).source
     assert 'BGCOLOR="#123456"' in node_statement(custom, tinted)
 

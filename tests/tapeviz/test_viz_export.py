@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from tapeviz import export, listing, to_graphviz
-from tapeviz.cli import ArgumentError, main, parse_arg
+from tapeviz.commands.cli import ArgumentError, main, parse_arg
 from tapeviz.examples import mlp_figures
-from needs import needs
+from tests.support.needs import needs
+from tests.support import ROOT
 
 has_dot = needs(shutil.which("dot") is not None, "Graphviz's dot program")
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_dot_and_text_need_no_renderer(mlp, mlp_graph, tmp_path):
@@ -140,7 +140,7 @@ def test_cli_examples_forms_and_errors(tmp_path, capsys, monkeypatch):
 
 def test_cli_runs_as_a_program(tmp_path):
     out = tmp_path / "mlp.dot"
-    proc = subprocess.run([sys.executable, "-m", "tapeviz.cli", "export", "ad.examples:mlp_loss",
+    proc = subprocess.run([sys.executable, "-m", "tapeviz.commands.cli", "export", "ad.examples:mlp_loss",
                            "--example", "ad.examples:mlp_example", "--optimize", "--out", str(out)],
                           cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert proc.returncode == 0, proc.stderr

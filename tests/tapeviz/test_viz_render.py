@@ -12,9 +12,9 @@ import pytest
 
 import ad
 from tapeviz import RendererNotFound, RenderError, export, render, to_graphviz
-from needs import needs, module
+from tests.support.needs import needs, module
 
-render_module = importlib.import_module("tapeviz.render")   # the package exports a function of this name
+render_module = importlib.import_module("tapeviz.renderer")
 
 HOSTILE = '<b>&"{x}|\'\\N]'
 SVG = "{http://www.w3.org/2000/svg}"

@@ -1,0 +1,125 @@
+"""A node while it runs (``Node``: attributes, opset, static operands) and the table of op
+declarations (``OPS``, filled by ``@op`` in the modules that declare ops), with the helpers those
+share."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import AttributeProto
+
+from ...tracer import Tracer
+from .load import OnnxImportError, check_shape, tensor_array
+
+_REQUIRED = object()
+
+
+class Node:
+    """One node while it runs: its attributes (each read is recorded: attributes no op reads are
+    refused, never dropped), the opset of its domain, helpers for static operands, and
+    ``run_graph(subgraph, bindings)``, which runs a subgraph attribute inline (If's taken branch)
+    in the node's scope."""
+
+    def __init__(self, proto: onnx.NodeProto, opset: int, run_graph=None):
+        self.proto, self.opset = proto, opset
+        self.op_type, self.domain = proto.op_type, proto.domain or ""
+        self.name = proto.name or (proto.output[0] if proto.output else "")
+        self.attrs = {a.name: a for a in proto.attribute}
+        self.read: set[str] = set()
+        self.run_graph = run_graph
+
+    @property
+    def label(self) -> str:
+        return f"{self.op_type} ({self.name})"
+
+    def error(self, message: str) -> OnnxImportError:
+        domain = f" of domain {self.domain!r}" if self.domain else ""
+        return OnnxImportError(f"node {self.name!r} ({self.op_type}{domain}, opset {self.opset}): {message}")
+
+    def attr(self, name: str, default=_REQUIRED):
+        self.read.add(name)
+        a = self.attrs.get(name)
+        if a is None:
+            if default is _REQUIRED:
+                raise self.error(f"attribute {name!r} is required")
+            return default
+        return self._value(a)
+
+    def _value(self, a: AttributeProto):
+        kind = a.type
+        if kind == AttributeProto.INT:
+            return int(a.i)
+        if kind == AttributeProto.FLOAT:
+            return float(a.f)
+        if kind == AttributeProto.STRING:
+            return a.s.decode()
+        if kind == AttributeProto.INTS:
+            return tuple(int(v) for v in a.ints)
+        if kind == AttributeProto.FLOATS:
+            return tuple(float(v) for v in a.floats)
+        if kind == AttributeProto.STRINGS:
+            return tuple(v.decode() for v in a.strings)
+        if kind == AttributeProto.TENSOR:
+            return tensor_array(a.t, f"node {self.name!r} attribute {a.name!r}")
+        if kind == AttributeProto.GRAPH:       # only for ops declaring it (checked at import)
+            return a.g
+        raise self.error(f"attribute {a.name!r} of type {AttributeProto.AttributeType.Name(kind)} is not "
+                         "supported (subgraphs, sparse tensors and types are refused)")
+
+    def static(self, x, what: str) -> np.ndarray:
+        """A value the op needs at import (a shape, axes, pads): refused if it depends on the inputs."""
+        if isinstance(x, Tracer):
+            raise self.error(f"its {what} depends on the model's inputs or parameters (float initializers); "
+                             "only static values are supported here (pass inputs= with concrete shapes, "
+                             "or fold the model first)")
+        return np.asarray(x)
+
+    def ints(self, x, what: str) -> tuple[int, ...]:
+        return tuple(int(v) for v in self.static(x, what).reshape(-1))
+
+    def check_size(self, shape, what: str):
+        try:
+            return check_shape(shape, f"node {self.name!r} ({self.op_type}) {what}")
+        except OnnxImportError as exc:
+            raise self.error(str(exc)) from None
+
+
+#: (domain, op_type) -> fn(node, *inputs) returning one value or a tuple (missing optional
+#: inputs are None); ``since`` is the first opset the declaration covers, ``subgraphs`` the
+#: attributes holding subgraphs it runs (any other subgraph attribute is refused at import),
+#: ``static`` the positions of inputs it needs at import (a float initializer read only there,
+#: such as Resize's scales, is a constant, not a parameter).
+OPS: dict[tuple[str, str], "OpDecl"] = {}
+
+
+class OpDecl:
+    __slots__ = ("fn", "since", "subgraphs", "static")
+
+    def __init__(self, fn, since, subgraphs, static):
+        self.fn, self.since, self.subgraphs, self.static = fn, since, subgraphs, static
+
+
+def op(*names: str, domain: str = "", since: int = 1, subgraphs: tuple[str, ...] = (), static: tuple[int, ...] = ()):
+    def register(fn):
+        for name in names:
+            if (domain, name) in OPS:
+                raise ValueError(f"ONNX op {name!r} of domain {domain!r} is declared twice")
+            OPS[(domain, name)] = OpDecl(fn, since, subgraphs, static)
+        return fn
+    return register
+
+
+def declare(table: dict, wrap):
+    """Declare each op of ``table`` (op_type -> numpy function) as ``wrap(function)``."""
+    for name, f in table.items():
+        op(name)(wrap(f))
+
+
+def resolve_axis(axis: int, ndim: int) -> int:
+    """A possibly negative ONNX axis as an index in ``range(ndim)``."""
+    return axis + ndim if axis < 0 else axis
+
+
+def const(value, like):
+    """``value`` (an attribute, a Python number) as an array of ``like``'s dtype: numpy would
+    promote float32 and float16 values to float64."""
+    return np.asarray(value, np.result_type(like))

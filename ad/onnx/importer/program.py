@@ -1,0 +1,336 @@
+"""Running a graph: ``OnnxProgram`` (nodes sorted, checked, then run through ``OPS``),
+``from_onnx`` and ``parameters``."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import AttributeProto
+
+from ...tape import gc_paused
+from ...trace_state import ACTIVE
+from ...tracer import Tracer
+from ...tracing import trace
+from . import control_flow, ops_elementwise, ops_nn, ops_resample, ops_tensor, recurrent  # noqa: F401  (they fill OPS)
+from .load import OnnxImportError, check_shape, dtype_of, load, tensor_array
+from .nodes import OPS, Node, OpDecl
+
+
+def opsets(model: onnx.ModelProto) -> dict[str, int]:
+    out = {}
+    for o in model.opset_import:
+        out["" if o.domain == "ai.onnx" else o.domain] = int(o.version)
+    return out
+
+
+def _reads(node: onnx.NodeProto) -> list[str]:
+    """The values a node reads: its inputs, and the enclosing values its subgraphs capture."""
+    names = list(node.input)
+    for a in node.attribute:
+        for g in [a.g] if a.type == AttributeProto.GRAPH else a.graphs:
+            inner = {i.name for i in g.input} | {t.name for t in g.initializer}
+            inner.update(o for nd in g.node for o in nd.output)
+            names += [r for nd in g.node for r in _reads(nd) if r not in inner]
+            names += [o.name for o in g.output if o.name not in inner]
+    return names
+
+
+def _sorted_nodes(graph: onnx.GraphProto, known: set[str]) -> list[onnx.NodeProto]:
+    """The nodes in an order where every input (and every value a subgraph captures) is defined
+    before it is read; a cycle or a value nobody defines is refused, naming the nodes."""
+    producer = {}
+    for node in graph.node:
+        for o in node.output:
+            if not o:
+                continue
+            if o in producer or o in known:
+                raise OnnxImportError(f"value {o!r} is defined twice (node {node.name!r})")
+            producer[o] = node
+    order, state = [], {}
+    for start in graph.node:
+        if state.get(id(start)) == 2:
+            continue
+        stack = [(start, iter(_reads(start)))]
+        state[id(start)] = 1
+        while stack:
+            node, it = stack[-1]
+            for name in it:
+                if not name or name in known:
+                    continue
+                dep = producer.get(name)
+                if dep is None:
+                    raise OnnxImportError(f"node {node.name!r} ({node.op_type}) reads {name!r}, which no "
+                                          "node, input or initializer defines")
+                s = state.get(id(dep))
+                if s == 1:
+                    cycle = [nd.name or nd.op_type for nd, _ in stack]
+                    raise OnnxImportError(f"the graph has a cycle through {' -> '.join(cycle)} -> "
+                                          f"{dep.name or dep.op_type}")
+                if s is None:
+                    state[id(dep)] = 1
+                    stack.append((dep, iter(_reads(dep))))
+                    break
+            else:
+                state[id(node)] = 2
+                order.append(node)
+                stack.pop()
+    return order
+
+
+def _is_float(a: np.ndarray) -> bool:
+    return np.issubdtype(a.dtype, np.floating)
+
+
+def _weights(graph: onnx.GraphProto, inits: dict) -> set[str]:
+    """The float initializers that are parameters: all but those read only as operands an op
+    needs at import (Resize's scales, Pad's value, Range's bounds), which stay constants."""
+    floats = {k for k, v in inits.items() if _is_float(v)}
+    weights = {o.name for o in graph.output} & floats
+    stack = [graph]
+    while stack:
+        g = stack.pop()
+        for node in g.node:
+            decl = OPS.get(("" if node.domain == "ai.onnx" else node.domain, node.op_type))
+            static = decl.static if decl is not None else ()
+            weights.update(name for i, name in enumerate(node.input) if name in floats and i not in static)
+            stack += [a.g for a in node.attribute if a.type == AttributeProto.GRAPH]
+            stack += [sub for a in node.attribute for sub in a.graphs]
+    return weights
+
+
+class OnnxProgram:
+    """An imported model: a plain numpy-traceable function with its parameters.
+
+    ``prog(*inputs, **params)`` runs it (parameters default to the model's initializers) and
+    returns its output, or a tuple for several; ``prog.tape`` is ``ad.trace`` of it on
+    ``prog.inputs`` and ``prog.params`` (tape inputs: graph inputs, then parameters, named as in
+    the model; equation sources ``"Conv (conv1)"``; ``tape.meta["onnx_values"]`` maps variables
+    to the model's value names). ``prog.function`` is the same program as
+    ``f(*inputs, params_dict)``, the form ``ad.grad_tape(..., argnums=...)`` differentiates.
+
+    Float initializers are the parameters; integer and bool initializers (shapes, indices) are
+    constants, so shape arithmetic stays static, and so are float initializers read only as
+    operands an op needs at import (Resize's scales, Pad's value: ``static`` in ``OPS``).
+    """
+
+    def __init__(self, model: onnx.ModelProto, inputs=None):
+        graph = model.graph
+        self.model = model
+        self.opsets = opsets(model)
+        if "" not in self.opsets:
+            raise OnnxImportError("the model imports no default ('ai.onnx') opset")
+        inits = {}
+        for t in graph.initializer:
+            if t.name in inits:
+                raise OnnxImportError(f"initializer {t.name!r} is defined twice")
+            inits[t.name] = tensor_array(t, "initializer")
+        for t in graph.sparse_initializer:
+            raise OnnxImportError(f"sparse initializer {t.values.name!r} is not supported")
+        weights = _weights(graph, inits)
+        self.params = {k: v for k, v in inits.items() if k in weights}
+        self.constants = {k: v for k, v in inits.items() if k not in weights}
+        self.input_names = tuple(i.name for i in graph.input if i.name not in inits)
+        self.output_names = tuple(o.name for o in graph.output)
+        self.inputs = self._example_inputs(graph, inputs)
+        self.nodes = _sorted_nodes(graph, set(self.input_names) | set(inits))
+        self._check(self.nodes)
+        self._tape = None
+
+    def _check(self, nodes):
+        """Unknown ops and subgraphs no declaration runs are refused before anything runs (in
+        subgraphs too)."""
+        for node in nodes:
+            decl = self._decl(node)
+            for a in node.attribute:
+                if a.type not in (AttributeProto.GRAPH, AttributeProto.GRAPHS):
+                    continue
+                if a.type == AttributeProto.GRAPHS or a.name not in decl.subgraphs:
+                    raise OnnxImportError(f"node {node.name!r} ({node.op_type}): attribute {a.name!r} is a "
+                                          "subgraph that no declaration runs (control flow is supported as "
+                                          "If, Loop and Scan, unrolled at import)")
+                self._check(a.g.node)
+
+    def _decl(self, node: onnx.NodeProto) -> OpDecl:
+        domain = "" if node.domain == "ai.onnx" else node.domain
+        decl = OPS.get((domain, node.op_type))
+        where = f"node {node.name!r}: op {node.op_type!r} of domain {domain or 'ai.onnx'!r}"
+        if decl is None:
+            local = any(f.name == node.op_type and f.domain == node.domain for f in self.model.functions)
+            raise OnnxImportError(f"{where} is not supported by the importer" +
+                                  (" (model-local functions are not expanded)" if local else "") +
+                                  "; ad.onnx.importer.OPS lists the supported ops")
+        if domain not in self.opsets:
+            raise OnnxImportError(f"{where}: the model imports no opset for its domain")
+        return decl
+
+    def _example_inputs(self, graph, given) -> tuple[np.ndarray, ...]:
+        infos = [i for i in graph.input if i.name in self.input_names]
+        if isinstance(given, dict):
+            unknown = set(given) - set(self.input_names)
+            if unknown:
+                raise OnnxImportError(f"inputs= names {sorted(unknown)}, not graph inputs {list(self.input_names)}")
+            given = [given.get(i.name) for i in infos]
+        elif given is None:
+            given = [None] * len(infos)
+        elif len(given) != len(infos):
+            raise OnnxImportError(f"inputs= has {len(given)} entries for the graph's {len(infos)} inputs "
+                                  f"{list(self.input_names)}")
+        out = []
+        for info, value in zip(infos, given):
+            where = f"graph input {info.name!r}"
+            if not info.type.HasField("tensor_type"):
+                raise OnnxImportError(f"{where}: only tensor inputs are supported")
+            tt = info.type.tensor_type
+            dtype = dtype_of(tt.elem_type, where)
+            dims = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
+            declared = [d.dim_param or d.dim_value or "?" for d in tt.shape.dim] if tt.HasField("shape") else None
+            if value is None:
+                if declared is None or None in dims:
+                    raise OnnxImportError(f"{where} has dynamic shape {declared or 'unknown'}: pass inputs= "
+                                          "(arrays or shapes) to fix it")
+                value = np.ones(check_shape(dims, where), dtype)
+            else:
+                shape_only = isinstance(value, tuple) and all(isinstance(d, int) for d in value)
+                value = value if shape_only else np.asarray(value)
+                shape = tuple(value) if shape_only else value.shape
+                if declared is not None and (len(dims) != len(shape) or any(
+                        d is not None and d != s for d, s in zip(dims, shape))):
+                    raise OnnxImportError(f"inputs= gives {where} the shape {shape}; the model declares "
+                                          f"{tuple(declared)} (only its symbolic dimensions may be chosen)")
+                check_shape(shape, where)
+                value = np.ones(shape, dtype) if shape_only else value.astype(dtype, copy=False)
+            out.append(value)
+        return tuple(out)
+
+    # -- running -------------------------------------------------------------------------------
+    def run(self, inputs, params=None, value_names: dict | None = None) -> list:
+        """The graph's outputs for ``inputs`` (in graph order) and ``params`` (name -> array;
+        missing ones are the initializers). ``value_names`` collects ``Var -> ONNX name``."""
+        if len(inputs) != len(self.input_names):
+            raise TypeError(f"the model takes {len(self.input_names)} inputs {list(self.input_names)}, "
+                            f"got {len(inputs)}")
+        params = {} if params is None else params
+        unknown = set(params) - set(self.params)
+        if unknown:
+            raise TypeError(f"unknown parameters {sorted(unknown)}")
+        env = {**self.constants, **self.params, **params, **dict(zip(self.input_names, inputs))}
+        saved = [rec.source for rec in ACTIVE]
+        try:
+            for proto in self.nodes:
+                self._run_node(proto, env, value_names)
+        finally:
+            for rec, s in zip(ACTIVE, saved):
+                rec.source = s
+        return [env[name] for name in self.output_names]
+
+    def _run_graph(self, graph: onnx.GraphProto, outer: dict, value_names, bindings=None) -> tuple:
+        """A subgraph's outputs, its nodes run inline in a scope that sees the enclosing values
+        (and ``bindings`` for its inputs)."""
+        env = {**outer, **(bindings or {})}
+        missing = [i.name for i in graph.input if i.name not in env]
+        if missing:
+            raise OnnxImportError(f"subgraph {graph.name!r}: inputs {missing} are not bound")
+        for t in graph.initializer:
+            env[t.name] = tensor_array(t, f"subgraph {graph.name!r} initializer")
+        for proto in _sorted_nodes(graph, set(env)):
+            self._run_node(proto, env, value_names)
+        return tuple(env[o.name] for o in graph.output)
+
+    def _run_node(self, proto, env, value_names):
+        decl = self._decl(proto)
+        node = Node(proto, self.opsets["" if proto.domain == "ai.onnx" else proto.domain],
+                    lambda graph, bindings=None: self._run_graph(graph, env, value_names, bindings))
+        if node.opset < decl.since:
+            raise node.error(f"opset {node.opset} is older than the importer supports ({decl.since})")
+        for rec in ACTIVE:
+            rec.source = node.label
+        args = [env[name] if name else None for name in proto.input]
+        while args and args[-1] is None:
+            args.pop()
+        try:
+            out = decl.fn(node, *args)
+        except OnnxImportError:
+            raise
+        except Exception as exc:
+            raise node.error(f"{type(exc).__name__}: {exc}") from exc
+        unread = set(node.attrs) - node.read
+        if unread:
+            raise node.error(f"attributes {sorted(unread)} are not supported (refused rather than ignored)")
+        outs = out if isinstance(out, tuple) else (out,)
+        present = [name for name in proto.output]
+        if len(present) > len(outs):
+            raise node.error(f"{len(present)} outputs requested, the importer computes {len(outs)}")
+        for name, value in zip(present, outs):
+            if name:
+                if not isinstance(value, Tracer):
+                    value = np.asarray(value)
+                    node.check_size(value.shape, f"output {name!r}")
+                env[name] = value
+                if value_names is not None and isinstance(value, Tracer):
+                    value_names[value.variable] = name
+
+    def __call__(self, *inputs, **params):
+        outs = self.run(inputs, params)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def function(self, *args):
+        """``f(*inputs, params)``: the program with its parameters as one (differentiable) dict."""
+        *inputs, params = args
+        outs = self.run(inputs, params)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    @property
+    def tape(self):
+        """The trace on ``self.inputs`` and ``self.params``: inputs then parameters, ONNX names."""
+        if self._tape is None:
+            names: dict = {}
+            n = len(self.input_names)
+            keys = tuple(self.params)
+
+            def flat(*args):
+                outs = self.run(args[:n], dict(zip(keys, args[n:])), names)
+                return outs[0] if len(outs) == 1 else tuple(outs)
+            tape = trace(flat, *self.inputs, *self.params.values())
+            tape = tape.replace(input_names=self.input_names + keys)
+            tape.meta["onnx_values"] = {**dict(zip(tape.inputs, self.input_names + keys)), **names}
+            self._tape = tape
+        return self._tape
+
+    def __repr__(self) -> str:
+        return (f"OnnxProgram(inputs={list(self.input_names)}, outputs={list(self.output_names)}, "
+                f"{len(self.nodes)} nodes, {len(self.params)} parameters)")
+
+
+@gc_paused
+def from_onnx(model_or_path, *, inputs=None) -> OnnxProgram:
+    """Import an ONNX model (a path, bytes or an ``onnx.ModelProto``) as an ``OnnxProgram``.
+
+    ``inputs`` fixes the graph inputs' shapes (and the example values ``prog.tape`` is traced
+    on): arrays or shape tuples, in graph order or by name; needed for dynamic dimensions.
+
+    >>> from onnx import TensorProto, helper
+    >>> graph = helper.make_graph(
+    ...     [helper.make_node("Tanh", ["x"], ["y"], name="block/act")], "g",
+    ...     [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [3])],
+    ...     [helper.make_tensor_value_info("y", TensorProto.DOUBLE, [3])])
+    >>> prog = ad.from_onnx(helper.make_model(graph))
+    >>> print(prog.tape)
+    { lambda %0:f64[3] ; let
+        %1:f64[3] = tanh %0
+      in (%1) }
+    >>> prog.tape.eqns[0].source
+    'Tanh (block/act)'
+    """
+    return OnnxProgram(load(model_or_path), inputs)
+
+
+def parameters(model_or_path) -> dict[str, np.ndarray]:
+    """The model's weights by name (its float initializers but those only read at import): what
+    ``ad.grad_tape`` can differentiate."""
+    graph = load(model_or_path).graph
+    inits = {t.name: tensor_array(t, "initializer") for t in graph.initializer}
+    weights = _weights(graph, inits)
+    return {k: v for k, v in inits.items() if k in weights}
+
+
+def supported_ops() -> list[str]:
+    return sorted(f"{d + '.' if d else ''}{name}" for d, name in OPS)

@@ -1,0 +1,278 @@
+"""The fused backend (``ad.compile(tape, backend="fused")``, ad/compiler/fused.py) against the numpy backend:
+every gradient case of the spec table (tests/support/cases.py) and hypothesis-generated programs (mixing
+the shapes a loop broadcasts, sums that end a loop, a matmul between loops) give
+the same results to rounding; the loops follow numpy at NaN, inf and zero; what cannot be fused
+stays a numpy line; bad arguments and a missing compiler are refused by name.
+
+Cost: ~29 s of CPU for the file (1,681 tests; ~1.5-2 min of wall time on the loaded 2-core
+machine): collecting and tracing the spec table ~18 s, one C compiler run at -O0 for its 2,161
+loops ~4 s, one at -O2 per generated program (20) ~3 s."""
+import math
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import ad
+from ad.compiler import fused
+from ad.samples import F32, F64
+from tests.support.cases import floats, weighted, weights
+from tests.support.rule_checks import GRADIENT_CASES
+
+
+@pytest.fixture(autouse=True, scope="module")
+def kernel_cache(tmp_path_factory):
+    """A fresh kernel cache: the tests compile, and leave the user's cache alone."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TAPEVIZ_FUSED_CACHE", str(tmp_path_factory.mktemp("fused")))
+        yield
+
+
+def _table():
+    """(id, gradient tape, arguments) per gradient case, float64 and (where declared) float32 at
+    the case's first shape."""
+    out = []
+    for param in GRADIENT_CASES:
+        case, shape = param.values
+        for dtype in (F64, F32):
+            if dtype not in case.sample.dtypes or (dtype == F32 and shape != case.sample.shapes[0]):
+                continue
+            rng = np.random.default_rng(1)
+            xs = case.inputs(shape, rng, dtype)
+            loss = weighted(case.fn, weights(case.fn(*xs), rng, dtype))
+            argnums = floats(xs)
+            if not argnums:
+                continue
+            try:
+                tape = ad.optimize(ad.grad_tape(loss, *xs, argnums=argnums))
+            except Exception:      # cases ad.grad traces per call (guards) are covered by test_rules
+                continue
+            out.append((f"{param.id}-{np.dtype(dtype).name}", tape, xs))
+    return out
+
+
+TABLE = _table()
+
+
+@pytest.fixture(scope="module")
+def compiled_table():
+    """One compiler run at -O0 for all (the optimised loops are checked by the other tests)."""
+    return dict(zip((i for i, _, _ in TABLE), fused.compile_all([t for _, t, _ in TABLE], optimise=False)))
+
+
+def _agree(tape, fused_tape, xs, rtol):
+    """Output by output: the numpy backend's value to rounding, the dtype the tape declares
+    (the numpy backend's own results sometimes widen: scipy.special on float32 scalars)."""
+    flat = tape.flatten_args(tuple(xs))
+    single = any(y.aval.dtype == np.float32 for e in tape.eqns for y in e.outputs)
+    for y, g, r in zip(tape.outputs, fused_tape.fn(*flat), ad.compile(tape).fn(*flat)):
+        assert np.shape(g) == np.shape(r) and np.result_type(g) in (np.result_type(r), y.aval.dtype)
+        tol = max(rtol, 1e-5) if single else rtol      # float32 sums round, at float32's precision
+        np.testing.assert_allclose(g, r, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("key,tape,xs", TABLE, ids=[i for i, _, _ in TABLE])
+def test_spec_table_agrees_with_the_numpy_backend(key, tape, xs, compiled_table):
+    _agree(tape, compiled_table[key], xs, 1e-12)
+
+
+def test_the_spec_table_is_fused_not_just_run():
+    """Most elementwise cases fuse their pullback with their primal: the test above checks
+    kernels, not only numpy lines."""
+    n = sum(isinstance(item, fused.Group) for _, tape, _ in TABLE for item in fused.fuse(tape))
+    assert n >= 100, n
+
+
+W = np.random.default_rng(0).standard_normal((4, 4)) / 2
+STEPS = {   # name -> (arity, fn): smooth, safe domains built in
+    "sin": (1, np.sin), "tanh": (1, np.tanh), "exp_tanh": (1, lambda x: np.exp(np.tanh(x))),
+    "log1p_sq": (1, lambda x: np.log1p(x * x)), "sqrt1": (1, lambda x: np.sqrt(1.0 + x * x)),
+    "square": (1, np.square), "neg": (1, np.negative), "scale": (1, lambda x: 0.5 * x - 1.0),
+    "add": (2, np.add), "mul": (2, np.multiply), "div": (2, lambda x, y: x / (1.0 + y * y)),
+    "hypot1": (2, lambda x, y: np.hypot(x, 1.0 + y * y)), "arctan2": (2, lambda x, y: np.arctan2(x, 2.0 + y * y)),
+    "maximum": (2, np.maximum), "where": (2, lambda x, y: np.where(x > y, x, y * 2.0)),
+    "sigmoid": (1, ad.nn.sigmoid), "relu": (1, ad.nn.relu), "f32_round_trip": (1, lambda x: x.astype(np.float32) * 1.0),
+    "sum_back": (1, lambda x: x - np.sum(x) / 16.0), "matmul": (1, lambda x: x @ W if np.shape(x)[-1:] == (4,) else x),
+    "row": (1, lambda x: x[0] if np.ndim(x) else x), "corner": (1, lambda x: x[(slice(1),) * np.ndim(x)]),
+    "column": (1, lambda x: x[:, 1:2] if np.ndim(x) == 2 else x),
+    "softmax": (1, lambda x: np.exp(x - np.max(x, axis=-1, keepdims=True)) / np.sum(np.exp(x), axis=-1, keepdims=True)),
+}
+NAMES = sorted(STEPS)
+
+
+def _program(steps):
+    def f(x0, x1):
+        pool = [x0, x1]
+        for name, i, j in steps:
+            arity, fn = STEPS[name]
+            pool.append(fn(*(pool[i % len(pool)], pool[j % len(pool)])[:arity]))
+        return np.sum(pool[-1] * pool[-1]) + 0.1 * np.sum(pool[-2])
+    return f
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from(NAMES), st.integers(0, 99), st.integers(0, 99)), min_size=1, max_size=10),
+       st.integers(0, 2**16))
+def test_generated_programs_agree_with_the_numpy_backend(steps, seed):
+    """On a (4, 4) matrix and a (4,) vector: elementwise steps broadcast the vector (read with
+    ``i % 4``) and columns (``i / 4``), rows and corners make loops over other shapes (a 1x1
+    corner is read with ``0``), reductions along an axis are numpy lines between loops."""
+    rng = np.random.default_rng(seed)
+    x0, x1 = rng.standard_normal((4, 4)), rng.standard_normal(4)
+    tape = ad.optimize(ad.grad_tape(_program(steps), x0, x1, argnums=(0, 1)))
+    _agree(tape, ad.compile(tape, backend="fused"), (x0, x1), 1e-12)
+
+
+def test_empty_arrays_are_not_fused():
+    """A loop over no elements is numpy's: a kernel of an empty (4, 0) slice read its first
+    element (past the end) and summed it into the loss (found by the generated programs above)."""
+    rng = np.random.default_rng(0)
+    x0, x1 = rng.standard_normal((4, 4)), rng.standard_normal(4)
+    f = _program([("column", 0, 0), ("column", 2, 0)])        # x[:, 1:2][:, 1:2] is (4, 0)
+    tape = ad.optimize(ad.grad_tape(f, x0, x1, argnums=(0, 1)))
+    fused = ad.compile(tape, backend="fused")
+    assert fused.kernels and all(math.prod(k.group.shape) > 0 for k in fused.kernels)
+    _agree(tape, fused, (x0, x1), 1e-12)
+    np.testing.assert_allclose(fused(x0, x1)[0], f(x0, x1), rtol=1e-12)
+
+
+EDGES = np.array([0.0, -0.0, 1.0, -1.0, 2.5, -3.0, np.inf, -np.inf, np.nan, 1e-310, 1e300])
+
+
+def test_loops_follow_numpy_at_nan_inf_and_zero():
+    """Every fused spelling on values where C and numpy could differ: division by zero,
+    NaN through maximum and minimum, sign of NaN, integer powers, comparisons with NaN."""
+    def f(x, y):
+        with np.errstate(all="ignore"):
+            outs = [x / y, np.maximum(x, y), np.minimum(x, y), np.sign(x), x ** 2, x ** y, np.sqrt(x),
+                    np.log(x), np.exp(x), np.tanh(x), np.arctan2(x, y), np.hypot(x, y), np.floor(x),
+                    np.where(x > y, x, y), np.fmax(x, y), np.abs(x), np.reciprocal(x), np.square(x),
+                    np.log1p(x), np.expm1(x), np.cbrt(x), np.arcsin(x), np.arccosh(x), np.rint(x),
+                    (x <= y) & ~np.isnan(y), ad.nn.relu(x), ad.nn.sigmoid(x), x.astype(np.float32)]
+        return tuple(outs)
+    x = np.repeat(EDGES, EDGES.size)
+    y = np.tile(EDGES, EDGES.size)
+    tape = ad.trace(f, x, y)
+    got = ad.compile(tape, backend="fused")
+    assert len(got.kernels) == 1
+    with np.errstate(all="ignore"):
+        ref = ad.compile(tape)(x, y)
+    for k, (g, r) in enumerate(zip(got(x, y), ref)):
+        assert g.dtype == r.dtype, k
+        np.testing.assert_allclose(g, r, rtol=1e-14, atol=0, equal_nan=True, err_msg=f"output {k}")
+
+
+def test_float32_loops_take_python_numbers_as_float32():
+    """numpy compares float32 values with float32(0.1) (a Python number is weak): so do the
+    loops (``0.1f``), exactly."""
+    def f(x):
+        return np.where(x > 0.1, x * 0.1, x / 3.0) + (x == 0.1)
+    x = np.array([0.1, 0.2, 0.3, -1.0], np.float32)
+    compiled = ad.compile(ad.trace(f, x), backend="fused")
+    assert "0.10000000149011612f" in compiled.kernel_source
+    np.testing.assert_array_equal(compiled(x), f(x))
+    assert compiled(x).dtype == np.float32
+
+
+def test_one_loop_for_an_elementwise_gradient_and_numpy_for_blas():
+    """The forward chain, its sum and the whole backward pass of an elementwise function run in
+    one loop; a matmul stays a numpy call between two loops, read in the driver."""
+    def f(x):
+        for _ in range(3):
+            x = np.sin(x) * 0.9 + 0.1 * x
+        return np.sum(x)
+    c = ad.compile(ad.optimize(ad.grad_tape(f, np.ones(16))), backend="fused")
+    assert len(c.kernels) == 1 and "for (long i = 0; i < n; i++)" in repr(c)
+    assert "double v1 = sin(v0);" in c.kernel_source
+    assert "f_loop0(v0)" in c.source and "loop over 16 elements" in c.source
+    assert c._repr_markdown_().count("```") == 4
+
+    W = np.random.default_rng(0).standard_normal((4, 4))
+    mlp = ad.optimize(ad.grad_tape(lambda x: np.sum(np.tanh(np.tanh(x) @ W) ** 2), np.ones((3, 4))))
+    c = ad.compile(mlp, backend="fused")
+    assert "@" in c.source or "matmul" in c.source
+    assert len(c.kernels) >= 2
+    np.testing.assert_allclose(c(np.ones((3, 4)))[1], ad.compile(mlp)(np.ones((3, 4)))[1], rtol=1e-12)
+
+
+def test_a_loop_reads_broadcast_operands_by_index():
+    """Against a (2, 3, 4) loop: a row is read with ``i % 4``, a column with ``i / 4``, a middle
+    block with ``i / 4 % 3``, a 1x1 with ``0`` once; all in one loop."""
+    def f(x, r, col, mid, c):
+        return np.tanh(x * r + c) * r - col + mid
+    args = (np.ones((2, 3, 4)), np.arange(4.0), np.arange(6.0).reshape(2, 3, 1), np.arange(3.0).reshape(3, 1),
+            np.full((1, 1), 0.5))
+    compiled = ad.compile(ad.trace(f, *args), backend="fused")
+    src = compiled.kernel_source
+    assert len(compiled.kernels) == 1
+    for read in ("p1[i % 4]", "p2[i / 4]", "p3[i / 4 % 3]", "double v4 = p4[0];"):
+        assert read in src, read
+    np.testing.assert_allclose(compiled(*args), f(*args), rtol=1e-15)
+
+
+def test_operands_in_another_memory_order_run_as_numpy_lines():
+    """A transposed view reaches the loop: its equations run as numpy lines (no copy)."""
+    def f(x):
+        y = np.transpose(x)
+        return np.sin(y) * y + 1.0
+    x = np.random.default_rng(0).standard_normal((3, 4))
+    compiled = ad.compile(ad.trace(f, x), backend="fused")
+    np.testing.assert_allclose(compiled(x), f(x), rtol=1e-15)
+    assert compiled.kernels[0]._twin is not None
+    np.testing.assert_allclose(compiled.kernels[0](np.ones(12)), np.sin(1.0) + 1.0, rtol=1e-15)
+
+
+def test_scalar_tapes_take_python_floats():
+    def f(a, b):
+        return np.sin(a) * b + a / b
+    tape = ad.optimize(ad.grad_tape(f, 1.5, 2.0, argnums=(0, 1)))
+    value, grads = ad.compile(tape, backend="fused")(1.5, 2.0)
+    ref_value, ref_grads = ad.compile(tape)(1.5, 2.0)
+    assert type(value) is type(ref_value) and value == pytest.approx(ref_value, rel=1e-15)
+    np.testing.assert_allclose(grads, ref_grads, rtol=1e-15)
+
+
+def test_a_wrong_size_is_refused_before_the_loop_reads_past_the_end():
+    c = ad.compile(ad.trace(lambda x: np.sin(x) * x, np.ones(8)), backend="fused")
+    with pytest.raises(ValueError, match="4 elements where the tape has 8"):
+        c(np.ones(4))
+
+
+def test_kernels_are_cached_by_their_source(tmp_path, monkeypatch):
+    monkeypatch.setenv("TAPEVIZ_FUSED_CACHE", str(tmp_path))
+    tape = ad.trace(lambda x: np.cos(x) * x + 1.0, np.ones(5))
+    ad.compile(tape, backend="fused")
+    ad.compile(tape, backend="fused")
+    assert len(list(tmp_path.glob("*.so"))) == 1
+    ad.compile(ad.trace(lambda x: np.cos(x) * x + 2.0, np.ones(5)), backend="fused")
+    assert len(list(tmp_path.glob("*.so"))) == 2
+
+
+def test_a_missing_compiler_and_an_unknown_backend_are_named(monkeypatch):
+    monkeypatch.setenv("CC", "no-such-cc")
+    monkeypatch.setattr(fused, "_COMPILER", [])
+    tape = ad.trace(lambda x: np.cos(x) * x, np.ones(3))
+    with pytest.raises(fused.FusedUnavailable, match="backend='numpy'"):
+        ad.compile(tape, backend="fused")
+    with pytest.raises(ValueError, match="choose one of"):
+        ad.compile(tape, backend="numba")
+
+
+def test_the_kernel_cache_drops_the_least_recently_used_past_its_bound(tmp_path, monkeypatch):
+    monkeypatch.setenv("TAPEVIZ_FUSED_CACHE", str(tmp_path))
+    tapes = [ad.trace(lambda x, c=c: np.cos(x) * x + c, np.ones(5)) for c in (1.0, 2.0, 3.0)]
+    first = ad.compile(tapes[0], backend="fused")
+    [first_library] = tmp_path.glob("*.so")
+    second = ad.compile(tapes[1], backend="fused")
+    [second_library] = set(tmp_path.glob("*.so")) - {first_library}
+    for library in (first_library, second_library):
+        os.utime(library, (1, 1))               # both unused for a long time...
+    ad.compile(tapes[0], backend="fused")       # ...until a cache hit marks the first as used now
+    size = first_library.stat().st_size
+    monkeypatch.setenv("TAPEVIZ_FUSED_CACHE_MB", str(2.5 * size / 2**20))   # room for two
+    ad.compile(tapes[2], backend="fused")
+    kept = set(tmp_path.glob("*.so"))
+    assert first_library in kept and second_library not in kept and len(kept) == 2
+    np.testing.assert_allclose(first(np.ones(5)), second(np.ones(5)) - 1.0)   # loaded ones still run

@@ -1,0 +1,49 @@
+"""Every primitive of the registry at its declared samples, and every composition of the spec
+tables (tests/support/cases.py): finite differences (dot-product test with a converged 5-point stencil),
+the closure / lifted / compiled forms agreeing, float32 kept float32. The checks themselves are in
+tests/support/rule_checks.py."""
+import subprocess
+import sys
+
+import pytest
+
+import ad
+from ad.samples import declared_domains
+from tests.support.rule_checks import (FLOAT32_CASES, GRADIENT_CASES, float32_gradients, forms_agree,
+                                       gradient_matches_finite_differences)
+
+
+def test_every_library_primitive_declares_samples():
+    """Every primitive ``import ad, ad.nn`` registers (the opaque fallback pair aside) declares
+    the samples the checker and these tests run; a fresh interpreter, so that the primitives
+    tests register themselves do not count."""
+    code = ("import ad, ad.nn\n"
+            "print(sorted(n for n, p in ad.REGISTRY.items() if p.kind != 'opaque' and not p.samples))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]", f"primitives without samples (declare Primitive(samples=...)): {out}"
+
+
+def test_the_samples_of_a_primitive_agree_on_its_domains():
+    """The checker reads a primitive's operand domains from its first sample (ad.samples.declared_domains)."""
+    for p in ad.REGISTRY.values():
+        for s in p.samples:
+            doms = [i.domain for i in s.inputs]
+            n = min(len(doms), len(p.samples[0].inputs))
+            assert doms[:n] == declared_domains(p, n), f"{p.name}: its samples disagree on the operand domains"
+
+
+@pytest.mark.parametrize("case,shape", GRADIENT_CASES)
+def test_gradient_matches_finite_differences(case, shape):
+    gradient_matches_finite_differences(case, shape)
+
+
+@pytest.mark.parametrize("case,shape", GRADIENT_CASES)
+def test_forms_agree(case, shape):
+    """closure, lifted, lifted without passes and compiled give the same gradient."""
+    forms_agree(case, shape)
+
+
+@pytest.mark.parametrize("case,shape", FLOAT32_CASES)
+def test_float32(case, shape):
+    """float32 in, float32 gradients out, close to the float64 gradient."""
+    float32_gradients(case, shape)
