@@ -2,42 +2,48 @@
 
 Tracing (``trace``) records a numpy function into an SSA tape; each rule is *lifted* (its
 pullback traced into equations) to build a gradient tape (``grad_tape``) that can be shown,
-checked, optimised, compiled, saved and differentiated again.
+checked, optimised, compiled, saved and differentiated again. docs/architecture.md says where
+each stage lives; this module only gathers the public names.
 """
 from . import lib as _lib  # noqa: F401  (fills the dispatch tables)
-# tracing and the data model
-from .tracing import trace
-from .transforms.gradients import grad, grad_tape, value_and_grad, vjp
-from .forward_mode.pushforward import Pushforward, frule
-from .transforms.linearization import jvp, linearize
-from .transforms.jacobians import hessian, hvp, jacfwd, jacobian, jacrev
-from .forward_mode.transposition import NotLinearError, transpose
-from .gradtape import Fallback, GradTape, partition
-from .rules import backpropagate
+from . import nn  # noqa: F401  (neural-network functions and their rules)
+from .checks import check, check_rule
+from .compiler.backends import compile  # noqa: A001  (backend="numpy" or "fused")
 from .compiler.codegen import Compiled
-from .compiler.backends import compile  # noqa: A001  (ad.compile: backend="numpy" (codegen) or "fused")
+from .core_prims import project
 from .errors import (ConcretizationError, MutationError, NonDifferentiableError, TraceError,
                      UnsupportedFunctionError)
-from .primitives import REGISTRY, Primitive, defer
-# writing rules
-from .core_prims import project
-from .rules import linear_rule, non_differentiable, primitive, rrule, scalar_rule, using_rule
-from .tangents import NoTangent, Thunk, ZeroTangent, thunk, unthunk
+from .forward_mode.pushforward import Pushforward, frule
+from .forward_mode.transposition import NotLinearError, transpose
+from .gradtape import Fallback, GradTape, partition
+from .origins import Origin, OriginKind
 from .passes import op_counts, optimize
-from .origins import Origin
+from .primitives import REGISTRY, Primitive, defer
+from .rules import backpropagate, linear_rule, non_differentiable, primitive, rrule, scalar_rule, using_rule
+from .serialize import load, save
+from .tangents import NoTangent, Thunk, ZeroTangent, thunk, unthunk
 from .tape import Aval, Eqn, Lit, Tape, Var, validate
+from .tracing import trace
+from .transforms.gradients import grad, grad_tape, value_and_grad, vjp
+from .transforms.jacobians import hessian, hvp, jacfwd, jacobian, jacrev
+from .transforms.linearization import jvp, linearize
 
 __all__ = [
-    "trace", "grad", "value_and_grad", "vjp", "grad_tape", "partition", "backpropagate",
-    "jvp", "linearize", "jacfwd", "jacrev", "jacobian", "hessian", "hvp", "transpose", "frule", "Pushforward", "NotLinearError",
-    "compile", "Compiled", "optimize", "op_counts", "validate",
-    "Tape", "GradTape", "Eqn", "Var", "Lit", "Aval", "Origin", "Fallback", "Primitive", "REGISTRY",
-    "rrule", "using_rule", "primitive", "scalar_rule", "linear_rule", "non_differentiable", "project",
-    "NoTangent", "ZeroTangent", "Thunk", "thunk", "unthunk",
+    # transformations
+    "trace", "grad", "value_and_grad", "vjp", "grad_tape", "partition",
+    "jvp", "linearize", "jacfwd", "jacrev", "jacobian", "hessian", "hvp", "transpose",
+    # running, optimising, saving, checking tapes
+    "compile", "Compiled", "optimize", "op_counts", "validate", "save", "load", "to_onnx", "from_onnx",
+    "check", "check_rule",
+    # the data model
+    "Tape", "GradTape", "Eqn", "Var", "Lit", "Aval", "Origin", "OriginKind", "Fallback", "Primitive", "REGISTRY",
+    # writing rules
+    "rrule", "scalar_rule", "linear_rule", "non_differentiable", "primitive", "using_rule", "project",
+    "backpropagate", "frule", "Pushforward", "NoTangent", "ZeroTangent", "Thunk", "thunk", "unthunk",
+    # errors
     "TraceError", "ConcretizationError", "UnsupportedFunctionError", "MutationError",
-    "NonDifferentiableError",
+    "NonDifferentiableError", "NotLinearError",
 ]
-from .serialize import load, save  # noqa: E402
 
 
 def to_onnx(tape, **kw):
@@ -48,12 +54,9 @@ def to_onnx(tape, **kw):
 
 def from_onnx(model_or_path, **kw):
     """Import an ONNX model as an ``OnnxProgram`` (see ``ad.onnx.from_onnx``; needs ``onnx``)."""
-    from .onnx import from_onnx as load
-    return load(model_or_path, **kw)
+    from .onnx import from_onnx as import_model
+    return import_model(model_or_path, **kw)
 
-
-from .checks import check, check_rule  # noqa: E402
-from . import nn  # noqa: E402,F401  (neural-network functions and their rules)
 
 # ad.scipy's rules, loaded when a scipy.special ufunc first reaches a tracer or a saved tape names
 # a scipy primitive (importing scipy costs as much as ad): ad.primitives.defer

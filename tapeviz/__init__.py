@@ -19,7 +19,7 @@ from .figures import export, listing
 from .graph import (Residual, annotate, backward, forward, neighbourhood, pullback_block,
                     pushforward_block, residuals, summarize, to_networkx, values_of)
 from .labels import primitive_colour
-from .renderer import RenderError, RendererNotFound, render
+from .renderer import RenderError, RendererNotFound, RenderWarning, render
 
 __all__ = [
     # the model
@@ -28,9 +28,9 @@ __all__ = [
     "forward", "backward", "pullback_block", "pushforward_block", "residuals", "Residual", "neighbourhood", "collapse",
     # drawing and files
     "to_graphviz", "scene", "primitive_colour", "export", "listing", "render",
-    "RenderError", "RendererNotFound",
+    "RenderError", "RendererNotFound", "RenderWarning",
     # the Jupyter debugger
-    "debug", "debug_jvp", "TapeDebugger",
+    "debug", "debug_jvp", "TapeDebugger", "JvpDebugger",
 ]
 
 
@@ -76,8 +76,8 @@ def debug_jvp(f, primals, tangents, **options) -> "TapeDebugger":
 
 
 def __getattr__(name: str):
-    if name == "TapeDebugger":
-        return _widget().TapeDebugger
+    if name in ("TapeDebugger", "JvpDebugger"):
+        return getattr(_widget(), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

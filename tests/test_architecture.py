@@ -6,6 +6,8 @@ lines; a small flat core; and ``ad`` loads without the drawing or widget stack."
 from __future__ import annotations
 
 import ast
+import importlib
+import types
 import subprocess
 import sys
 
@@ -20,33 +22,17 @@ MAX_LINES = 600            # a module longer than this is a package in disguise
 MAX_CORE_MODULES = 16      # Python modules directly in ad/
 
 # The layers, bottom first, one entry per folder (a package and its subpackages are separate
-# entries): a module imports modules of its own folder, of folders listed before its own, and
-# (a package's ``__init__``, its facade) of its own subfolders.
-LAYERS = {
-    "ad": "core: errors, pytrees, tangents, samples, trace state, primitives, rule writing, the "
-          "machinery's primitives, dispatch, the tracer, tracing, the tape, the gradient tape",
-    "ad/lib": "the rule library: numpy's functions",
-    "ad/nn": "the rule library: neural-network functions",
-    "ad/reverse_mode": "lifting rules, building gradient tapes, the closure form",
-    "ad/passes": "optimisation: factor, fold, simplify, CSE, DCE",
-    "ad/compiler": "numpy source, long loops rolled, fused C loops, ad.compile",
-    "ad/forward_mode": "transposition, pushforwards from pullbacks",
-    "ad/transforms": "grad, vjp, jvp, linearize, Jacobians and Hessians, the tape cache",
-    "ad/scipy": "scipy's functions (odeint differentiates the user's function with ad.grad)",
-    "ad/scipy/special": "scipy.special's ufuncs and functions",
-    "ad/scipy/stats": "scipy.stats's distributions",
-    "ad/serialize": "JSON files",
-    "ad/onnx": "ONNX export",
-    "ad/onnx/importer": "ONNX import: a model as a traceable numpy function",
-    "ad/checks": "the checker of rules and programs",
-    "ad/checktools/fuzz": "the differential fuzzer",
-    "ad/checktools/mutants": "mutation scores of the rules' templates",
-    "ad/checktools": "the checker's tools: the command line, the gallery, coverage",
-    "ad/examples": "example programs",
-    "tapeviz": "the graph model, labels, grouping, drawings, figures, the renderer",
-    "tapeviz/debugger": "the debugger widget and its static pages",
-    "tapeviz/commands": "the command line, the demo and the notebook renderer",
-}
+# entries), read from docs/architecture.md's table: a module imports modules of its own folder,
+# of folders listed before its own, and (a package's ``__init__``, its facade) of its own subfolders.
+def _layers() -> dict[str, str]:
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    table = text[text.index("## The layers, bottom first"):].split("\n\n")[1]
+    rows = [line.split(" | ") for line in table.splitlines() if line.startswith("| `")]
+    return {folder.strip("| `").rstrip("/"): what.rstrip(" |") for folder, what in rows}
+
+
+LAYERS = _layers()
+
 
 # Project modules that may be imported inside a function, and why: each needs an optional
 # dependency that importing its parent must not require.
@@ -237,3 +223,15 @@ def test_nothing_assigns_to_the_fields_of_the_tapes_objects():
     tree = ast.parse("e.inputs = ()\nx.source = 's'\nsetattr(v, 'aval', None)\nclass R:\n    def f(self):\n"
                      "        self.origin = None\n        e.origin = None\n")
     assert [line for line, _ in _field_writes(tree, fields)] == [1, 2, 3, 7]
+
+
+def test_no_public_name_shadows_a_module_of_its_package():
+    """``ad.transpose`` is a function, so no module of ``ad`` may be called ``transpose``: the
+    package attribute would hide it (``import ad.transpose`` would give the function)."""
+    found = []
+    for name in MODULES:
+        if _is_package(name):
+            package = importlib.import_module(name)
+            found += [f"{name}.{n}" for n in getattr(package, "__all__", ())
+                      if f"{name}.{n}" in MODULES and not isinstance(getattr(package, n, None), types.ModuleType)]
+    assert not found, f"public names that hide a module of their package: {found}"

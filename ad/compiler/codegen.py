@@ -42,8 +42,8 @@ from ..errors import GuardError
 from ..gradtape import GradTape
 from ..origins import OriginKind
 from ..tape import Tape, Var, gc_paused
-from .emit import (REGISTER, SCALAR_DTYPES, Namespace, comment, eqn_source, guard_source, operand_source,
-                   value_source, written)
+from .emit import (REGISTER, SCALAR_DTYPES, Namespace, comment, eqn_source, guard_source,
+                   operand_source, value_source, written)
 from .reroll import reroll
 
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..transforms.gradients import value_and_grad
 from ..nn.activations import relu
-from ..nn.conv import conv
+from ..nn.convolution import conv
 from ..nn.layout import flatten, one_hot
 from ..nn.losses import logitcrossentropy
 from ..nn.pool import max_pool

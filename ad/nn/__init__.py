@@ -52,8 +52,8 @@ scikit-learn's digits.
 """
 from .activations import (celu, elu, gelu, hard_sigmoid, hardtanh, leaky_relu, relu, relu6, selu, silu,
                           softplus, swish)
-from .conv import conv, conv_transpose
-from .dropout import dropout, dropout_mask_p
+from .convolution import conv, conv_transpose
+from .stochastic import dropout, dropout_mask_p
 from .layout import (batched_adjoint, batched_mul, batched_transpose, embedding, flatten, one_hot, pad,
                      pixel_shuffle, upsample_bilinear, upsample_nearest)
 from .losses import (binary_crossentropy, crossentropy, huber, kldivergence, logitbinarycrossentropy,
@@ -61,7 +61,7 @@ from .losses import (binary_crossentropy, crossentropy, huber, kldivergence, log
 from .normalization import batch_norm, batch_norm_update, group_norm, layer_norm, standardize_p
 from .pool import (adaptive_max_pool, adaptive_mean_pool, global_max_pool, global_mean_pool, max_pool,
                    max_pool_p, max_select_p, max_unpool_p, mean_pool, mean_pool_p, mean_unpool_p)
-from .softmax import log_softmax, log_softmax_p, logsigmoid, logsumexp, logsumexp_p, softmax, softmax_p
+from .softmax_family import log_softmax, log_softmax_p, logsigmoid, logsumexp, logsumexp_p, softmax, softmax_p
 from .special import erf, erf_p, relu_p, sigmoid, sigmoid_p
 from .windows import col2im_p, im2col_p
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .layout import one_hot
-from .softmax import log_softmax, logsigmoid
+from .softmax_family import log_softmax, logsigmoid
 
 
 def _targets(pred, y, label_smoothing=0.0):

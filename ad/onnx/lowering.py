@@ -30,7 +30,7 @@ from ..forward_mode.pushforward import opaque_pushforward_p
 from ..lib.fft import fftn_p, irfftn_p, rfftn_p
 from ..lib.values import imag_p, real_p, round_p
 from ..reverse_mode.lift import opaque_pullback_p, opaque_rrule_p
-from ..nn.dropout import dropout_mask_p
+from ..nn.stochastic import dropout_mask_p
 from ..primitives import lookup
 from ..tape import Lit
 from .graph import common_dtype

@@ -16,7 +16,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from ..nn.normalization import standardize_p
 from ..nn.pool import max_pool_p, max_select_p, max_unpool_p, mean_pool_p, mean_unpool_p
-from ..nn.softmax import log_softmax_p, logsumexp_p, softmax_p
+from ..nn.softmax_family import log_softmax_p, logsumexp_p, softmax_p
 from ..nn.special import erf_p, relu_p, sigmoid_p
 from ..nn.windows import col2im_p, im2col_p
 from .lowering import elementwise, lowers, out_aval

@@ -15,8 +15,8 @@ import numpy as np
 from ..core_prims import full_p
 from ..tape import Eqn, Lit, Tape
 from .rebuild import rebuild
-from .rewrites import (NO_PLAN, ONE_LITERAL, PLANS, READ_BACK, RENAMED, STRUCTURAL_ZERO, ZERO_LITERAL, Seen,
-                       all_equal, simplified)
+from .rewrites import (NO_PLAN, ONE_LITERAL, PLANS, READ_BACK, RENAMED, STRUCTURAL_ZERO, ZERO_LITERAL,
+                       Seen, all_equal, simplified)
 
 FOLD_MAX_SIZE = 1   # fold only scalars: array constants would hide the structure
 

@@ -6,21 +6,7 @@ import pytest
 
 import ad
 from tests.support.numeric import fd_grad
-
-
-@ad.primitive
-def relu(x):
-    return np.maximum(x, 0.0)
-
-
-@ad.rrule(relu)
-def relu_rule(x):
-    return relu(x), lambda dy: (np.where(x > 0, dy, 0.0),)
-
-
-def one_at_zero(x):
-    """relu's subgradient 1 at 0 (the rule's is 0)."""
-    return lambda dy: (np.where(x >= 0, dy, 0.0),)
+from tests.support.overloads import kinked_relu as relu, one_at_zero
 
 
 X = np.array([-1.0, 0.0, 2.0])

@@ -38,10 +38,10 @@ from .cli import main
 from .forms import EXACT, FuzzFailure, Oracles, Tally, compare, compare_control, cpu_time
 from .program import NAMESPACE, Program, complex_steps, programs, well_posed
 from .runner import FUZZ_SETTINGS, fuzz, oracles_for, run
-from .steps import (C, COMPLEX, COMPLEX_LOSSES, CONTROL, CONTROL_ARMS, EYE, IDX, KINKED, LARGEST, LOOKUP,
-                    LOWPASS, MARGIN, MASK, N, NN, NOT_AUTOGRAD, NOT_AUTOGRAD_ND, NOT_DRAWN, SHAPES, SMOOTH,
-                    TABLE, W, WC, WEIGHTS, WELL, binary, block, cases, fold, registry_call, registry_case,
-                    registry_cases, unary)
+from .steps import (C, COMPLEX, COMPLEX_LOSSES, CONTROL, CONTROL_ARMS, EYE, IDX, KINKED, LARGEST,
+                    LOOKUP, LOWPASS, MARGIN, MASK, N, NN, NOT_AUTOGRAD, NOT_AUTOGRAD_ND, NOT_DRAWN,
+                    SHAPES, SMOOTH, TABLE, W, WC, WEIGHTS, WELL, binary, block, cases, fold,
+                    registry_call, registry_case, registry_cases, unary)
 
 __all__ = [
     # the vocabulary (steps)

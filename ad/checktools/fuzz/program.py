@@ -15,9 +15,9 @@ from ...errors import TraceError
 from ...primitives import REGISTRY
 from ...samples import draw, traced
 from ...tracing import trace
-from .steps import (C, COMPLEX, COMPLEX_LOSSES, CONTROL, CONTROL_ARMS, EYE, IDX, KINKED, LARGEST, LOOKUP,
-                    LOWPASS, MARGIN, MASK, N, NN, NOT_AUTOGRAD, NOT_AUTOGRAD_ND, SHAPES, SMOOTH, TABLE, W,
-                    WC, WEIGHTS, WELL, fold, registry_call, registry_case)
+from .steps import (C, COMPLEX, COMPLEX_LOSSES, CONTROL, CONTROL_ARMS, EYE, IDX, KINKED, LARGEST,
+                    LOOKUP, LOWPASS, MARGIN, MASK, N, NN, NOT_AUTOGRAD, NOT_AUTOGRAD_ND, SHAPES, SMOOTH,
+                    TABLE, W, WC, WEIGHTS, WELL, fold, registry_call, registry_case)
 
 
 @dataclass(frozen=True)

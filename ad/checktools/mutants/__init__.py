@@ -27,8 +27,8 @@ The package: ``template`` (``Target``, ``Mutant``, ``template_rule``, ``targets`
 public names.
 """
 from ...primitives import REGISTRY  # noqa: F401  (ad-check --mutants checks --only names against it)
-from .operators import (OPERATORS, REDUCTIONS, RESIDUAL_CHOICES, mutants, op_drop_term, op_identity, op_in_place,
-                        op_reduction, op_residual, op_scale, op_sign, op_swap, op_transpose)
+from .operators import (OPERATORS, REDUCTIONS, RESIDUAL_CHOICES, mutants, op_drop_term, op_identity,
+                        op_in_place, op_reduction, op_residual, op_scale, op_sign, op_swap, op_transpose)
 from .report import BEGIN, END, MutationReport, Outcome, markdown, record
 from .scoring import EQUIVALENCE_DRAWS, SUBGRADIENT, Point, differs, draws, equivalence, run, score_target
 from .template import Mutant, Target, original, rule_operands, same, target, targets, template_rule

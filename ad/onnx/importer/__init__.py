@@ -22,8 +22,8 @@ The modules, bottom first: ``load`` (limits, dtypes, tensors, parsing), ``nodes`
 from __future__ import annotations
 
 from .control_flow import MAX_UNROLL
-from .load import DTYPES, MAX_ELEMENTS, MAX_FILE_BYTES, MAX_RANK, OnnxImportError, check_shape, dtype_of, load, \
-    tensor_array
+from .files import (DTYPES, MAX_ELEMENTS, MAX_FILE_BYTES, MAX_RANK, OnnxImportError, check_shape,
+                    dtype_of, load, tensor_array)
 from .nodes import OPS, Node, OpDecl, op
 from .program import OnnxProgram, from_onnx, opsets, parameters, supported_ops
 

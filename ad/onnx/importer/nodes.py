@@ -8,7 +8,7 @@ import onnx
 from onnx import AttributeProto
 
 from ...tracer import Tracer
-from .load import OnnxImportError, check_shape, tensor_array
+from .files import OnnxImportError, check_shape, tensor_array
 
 _REQUIRED = object()
 

@@ -9,7 +9,7 @@ import numpy as np
 from ... import nn
 from ...nn.pool import max_pool_p, mean_pool_p
 from ...tracer import Tracer
-from .load import dtype_of
+from .files import dtype_of
 from .nodes import const, op, resolve_axis
 
 

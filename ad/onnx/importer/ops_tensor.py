@@ -8,7 +8,7 @@ import numpy as np
 
 from ... import nn
 from ...tracer import Tracer
-from .load import dtype_of
+from .files import dtype_of
 from .nodes import const, op, resolve_axis
 
 

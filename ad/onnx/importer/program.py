@@ -10,8 +10,8 @@ from ...tape import gc_paused
 from ...trace_state import ACTIVE
 from ...tracer import Tracer
 from ...tracing import trace
-from . import control_flow, ops_elementwise, ops_nn, ops_resample, ops_tensor, recurrent  # noqa: F401  (they fill OPS)
-from .load import OnnxImportError, check_shape, dtype_of, load, tensor_array
+from . import (control_flow, ops_elementwise, ops_nn, ops_resample, ops_tensor, recurrent)  # noqa: F401  (they fill OPS)
+from .files import OnnxImportError, check_shape, dtype_of, load, tensor_array
 from .nodes import OPS, Node, OpDecl
 
 

@@ -14,9 +14,8 @@ is reachable here too.
 from __future__ import annotations
 
 from ...dispatch import UFUNCS
-from .declarations import (Refused, elementwise_rule, not_differentiable, sp, ufunc,  # noqa: F401
-                           ufunc_outputs)
-from .functions import (comb, factorial, log_softmax, logsumexp, multigammaln, perm, polygamma,  # noqa: F401
+from .declarations import Refused, elementwise_rule, not_differentiable, sp, ufunc, ufunc_outputs
+from .functions import (comb, factorial, log_softmax, logsumexp, multigammaln, perm, polygamma,
                         polygamma_p, softmax)
 from .ufuncs import MISSING  # noqa: F401  (importing ufuncs fills the dispatch tables)
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...lib.reductions import normalize_axis
-from ...nn.softmax import log_softmax as nn_log_softmax, logsumexp as nn_logsumexp, softmax as nn_softmax
+from ...nn.softmax_family import (log_softmax as nn_log_softmax, logsumexp as nn_logsumexp,
+                                  softmax as nn_softmax)
 from ...primitives import Primitive
 from ...samples import In, Sample, literal
 from ...trace_state import Traced

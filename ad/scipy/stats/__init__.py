@@ -19,12 +19,11 @@ integration and whose rule conditions on one or two coordinates (docs/scipy.md).
 """
 from __future__ import annotations
 
-from .continuous import (beta, beta_gen, cauchy, cauchy_gen, chi2, chi2_gen, expon, expon_gen,  # noqa: F401
-                         gamma, gamma_gen, laplace, laplace_gen, logistic, logistic_gen, norm, norm_gen,
+from .continuous import (beta, beta_gen, cauchy, cauchy_gen, chi2, chi2_gen, expon, expon_gen, gamma,
+                         gamma_gen, laplace, laplace_gen, logistic, logistic_gen, norm, norm_gen,
                          rv_continuous, t, t_gen)
 from .discrete import binom, binom_gen, poisson, poisson_gen, rv_discrete  # noqa: F401
-from .multivariate import (dirichlet, dirichlet_gen, multivariate_normal,  # noqa: F401
-                           multivariate_normal_gen)
+from .multivariate import dirichlet, dirichlet_gen, multivariate_normal, multivariate_normal_gen
 from .mvn_cdf import EXACT, mvn_cdf_p  # noqa: F401
 
 #: every primitive this package declares

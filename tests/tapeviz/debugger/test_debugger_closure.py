@@ -10,6 +10,7 @@ import tapeviz
 from ad.checks.forms import CotangentComparison
 from ad.checks.settings import exact_rtol
 from tests.support.debug_programs import click, debugger_with, forward_eqn
+from tests.support.overloads import kinked_relu, one_at_zero
 
 
 def test_closure_panel_for_a_matmul(mlp_dbg):
@@ -87,21 +88,6 @@ def test_the_built_in_example_names_its_own_lines(mlp_dbg):
 
 # -- an overload of the pullback (ad.backpropagate) ------------------------------------------
 
-@ad.primitive(name="debugged_relu")
-def debugged_relu(x):
-    return np.maximum(x, 0.0)
-
-
-@ad.rrule(debugged_relu)
-def debugged_relu_rule(x):
-    return debugged_relu(x), lambda dy: (np.where(x > 0, dy, 0.0),)
-
-
-def relu_subgradient_one_at_zero(x):
-    """The subgradient 1 at the kink (the rule's is 0)."""
-    return lambda dy: (np.where(x >= 0, dy, 0.0),)
-
-
 def relu_masked_one_at_zero(x):
     """The same, its mask computed before the pullback: the tape's block holds that too."""
     mask = (x >= 0) * 1.0
@@ -113,16 +99,16 @@ RULE, OVERLOAD = [0.0, 0.0, 1.0], [0.0, 1.0, 1.0]
 
 
 def relu_panel(dbg):
-    name = repr(dbg.model.eqns[forward_eqn(dbg, "debugged_relu")].outputs[0])
+    name = repr(dbg.model.eqns[forward_eqn(dbg, "kinked_relu")].outputs[0])
     dbg.select(name)
     dbg.show_closure(True)
     return dbg.comparison()
 
 
-@pytest.mark.parametrize("overload", [relu_subgradient_one_at_zero, relu_masked_one_at_zero])
+@pytest.mark.parametrize("overload", [one_at_zero, relu_masked_one_at_zero])
 def test_the_panel_runs_the_overload_of_the_pullback_as_the_tape_does(overload):
-    with ad.backpropagate.using(debugged_relu, overload):
-        dbg = tapeviz.debug(lambda x: np.sum(debugged_relu(x)), X)
+    with ad.backpropagate.using(kinked_relu, overload):
+        dbg = tapeviz.debug(lambda x: np.sum(kinked_relu(x)), X)
     c = relu_panel(dbg)
     (row,) = c.rows
     block_outputs = {repr(v) for i in c.block for v in dbg.model.eqns[i].outputs}
@@ -133,37 +119,37 @@ def test_the_panel_runs_the_overload_of_the_pullback_as_the_tape_does(overload):
     panel = dbg._closure
     assert 'data-ok="true"' in panel and 'data-overload="dense"' in panel
     assert html.escape(f"def {overload.__name__}(x):") in panel     # the overload's source, not the rule's
-    assert "def debugged_relu_rule" not in panel
-    assert html.escape("ad.backpropagate(debugged_relu, \"dense\")") in panel
+    assert "def kinked_relu_rule" not in panel
+    assert html.escape("ad.backpropagate(kinked_relu, \"dense\")") in panel
 
 
 def test_the_panel_keeps_the_overload_the_tape_was_built_with():
-    with ad.backpropagate.using(debugged_relu, relu_subgradient_one_at_zero):
-        dbg = tapeviz.debug(lambda x: np.sum(debugged_relu(x)), X)
+    with ad.backpropagate.using(kinked_relu, one_at_zero):
+        dbg = tapeviz.debug(lambda x: np.sum(kinked_relu(x)), X)
     c = relu_panel(dbg)                                          # the overload is gone by now
-    assert c.ok and c.instance.overload is relu_subgradient_one_at_zero
+    assert c.ok and c.instance.overload is one_at_zero
     np.testing.assert_array_equal(c.rows[0].result.closure, OVERLOAD)
-    plain = tapeviz.debug(lambda x: np.sum(debugged_relu(x)), X)
+    plain = tapeviz.debug(lambda x: np.sum(kinked_relu(x)), X)
     c = relu_panel(plain)
     assert c.ok and c.instance.overload is None and 'data-overload' not in plain._closure
     np.testing.assert_array_equal(c.rows[0].result.closure, RULE)
-    assert "def debugged_relu_rule" in plain._closure
+    assert "def kinked_relu_rule" in plain._closure
 
 
 def test_forward_mode_and_the_checks_use_the_overload_the_tape_was_built_with(monkeypatch):
-    with ad.backpropagate.using(debugged_relu, relu_subgradient_one_at_zero):
-        jvp = tapeviz.debug_jvp(lambda x: np.sum(debugged_relu(x)), (X,), (np.ones(3),))
-        dbg = tapeviz.debug(lambda x: np.sum(debugged_relu(x)), X)
-    name = repr(next(e for e in jvp.model.eqns if e.prim.name == "debugged_relu").outputs[0])
+    with ad.backpropagate.using(kinked_relu, one_at_zero):
+        jvp = tapeviz.debug_jvp(lambda x: np.sum(kinked_relu(x)), (X,), (np.ones(3),))
+        dbg = tapeviz.debug(lambda x: np.sum(kinked_relu(x)), X)
+    name = repr(next(e for e in jvp.model.eqns if e.prim.name == "kinked_relu").outputs[0])
     c = jvp.comparison(name)                    # the closure form transposes the overload's pullback
-    assert c.ok and c.overloaded and "def relu_subgradient_one_at_zero" in c.rule_source
+    assert c.ok and c.overloaded and "def one_at_zero" in c.rule_source
     np.testing.assert_array_equal(c.rows[0].result.closure, OVERLOAD)
     assert "overload source" in jvp.closure_panel(name)
-    prim, check, seen = ad.primitives.lookup(debugged_relu), ad.check, []
+    prim, check, seen = ad.primitives.lookup(kinked_relu), ad.check, []
 
     def checking(*args, **options):             # the checker builds its tapes with the overload too
         seen.append(dict(prim.overloads))
         return check(*args, **options)
     monkeypatch.setattr(ad, "check", checking)
-    assert dbg.run_checks().ok and seen == [{"dense": relu_subgradient_one_at_zero}]
+    assert dbg.run_checks().ok and seen == [{"dense": one_at_zero}]
     assert not prim.overloads                   # and leaves none registered
