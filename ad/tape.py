@@ -403,16 +403,18 @@ def _located(exc: GuardError, e: Eqn) -> GuardError:
     return exc if exc.source is not None else exc.at(format_eqn(e), e.source)
 
 
-def eval_tape(tape: Tape, args, env: dict | None = None) -> list:
+def eval_tape(tape: Tape, args, env: dict | None = None, apply=None) -> list:
     """Evaluate a tape on flat inputs; returns the flat outputs (``env`` collects every value).
 
     On concrete values the tape's ``Program`` computes each equation with its numpy function;
-    on tracers (an enclosing trace) it binds each, so the run is recorded."""
+    on tracers (an enclosing trace) it binds each, so the run is recorded; ``apply`` as for
+    ``eval_eqns`` (the program is made once per tape, ``eval_eqns`` makes one per call)."""
     if len(args) != len(tape.inputs):
         raise TypeError(f"the tape takes {len(tape.inputs)} array inputs, got {len(args)}")
     prog = program(tape)
-    traced = any(isinstance(a, Traced) for a in args)
-    values = prog.run(args, bind if traced else None)
+    if apply is None and any(isinstance(a, Traced) for a in args):
+        apply = bind
+    values = prog.run(args, apply)
     if env is not None:
         env.update([(v, values[k]) for v, k in prog.variables])
     return [values[k] for k in prog.outputs]

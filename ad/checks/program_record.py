@@ -24,7 +24,7 @@ from ..reverse_mode.build import build
 from ..reverse_mode.closure import eval_closure
 from ..samples import declared_domains
 from ..tangents import is_zero, unthunk
-from ..tape import Eqn, Tape, Var, eval_eqns, eval_tape, format_eqn
+from ..tape import Eqn, Tape, Var, eval_tape, format_eqn
 from .base import RuleCase, random_cotangent
 from .captures import captured, changed, snapshot
 from .report import CheckResult, RuleReport
@@ -159,8 +159,8 @@ class ProgramRecord:
             if moved:
                 mutation = (moved, e)
             return out
-        env = dict(zip(self.bwd.inputs, res + _copies(self.seeds)))
-        eval_eqns(self.bwd.eqns, env, apply)
+        env = {}
+        eval_tape(self.bwd, res + _copies(self.seeds), env, apply)
         return LiftedRun([env[x] if type(x) is Var else x.value for x in self.bwd.outputs], nan, mutation)
 
     @cached_property

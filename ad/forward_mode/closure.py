@@ -11,7 +11,7 @@ import numpy as np
 from ..core_prims import project
 from ..rules import rule_of
 from ..tangents import NoTangent, ZeroTangent, unthunk
-from ..tape import Aval, Tape, Var, active_vars, eval_eqns
+from ..tape import Aval, Tape, Var, active_vars, eval_tape
 from .pushforward import overload_of, push_by_vjp, with_cotangents
 
 
@@ -46,7 +46,7 @@ def eval_closure_jvp(primal: Tape, args, wrt: list[int], tangents: list) -> tupl
             if v.aval.is_float and t is not None and not isinstance(t, (NoTangent, ZeroTangent)):
                 tan[v] = project(Aval.of(yk), t)
         return y
-    eval_eqns(primal.eqns, env, run_rule)
+    eval_tape(primal, args, env, run_rule)
     outs = [env[x] if type(x) is Var else x.value for x in primal.outputs]
     touts = [tan[x] if type(x) is Var and x in tan else np.zeros(x.aval.shape, x.aval.dtype)
              for x in primal.outputs]

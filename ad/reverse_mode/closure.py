@@ -11,7 +11,7 @@ import numpy as np
 from ..core_prims import project
 from ..rules import rule_of
 from ..tangents import NoTangent, ZeroTangent
-from ..tape import Tape, Var, active_vars, eval_eqns
+from ..tape import Tape, Var, active_vars, eval_tape
 from ..trace_state import Traced
 
 
@@ -40,7 +40,7 @@ def eval_closure(primal: Tape, args, wrt: list[int], seeds: list, observe=None) 
         if observe is not None:
             observe("forward", e, vals, y, pullback)
         return y
-    eval_eqns(primal.eqns, env, run_rule)
+    eval_tape(primal, args, env, run_rule)
     ct: dict = {}
     for out, seed in zip(primal.outputs, seeds):
         if seed is not None and type(out) is Var and out in active:

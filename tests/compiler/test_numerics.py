@@ -5,7 +5,8 @@ backend's C loops (the C library), on many operands of every spelling; and the s
 floating-point comparisons pass again in a subprocess with numpy's AVX-512 paths disabled, so
 the suite shows it passes on machines with and without them.
 
-Cost: ~2 s for the spellings (one C compiler run), ~40 s for the subprocess (its files' own cost).
+Cost: ~2 s for the spellings (one C compiler run), ~15-20 s for the subprocess (its files,
+run again).
 """
 import math
 import os
