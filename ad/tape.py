@@ -380,7 +380,7 @@ def eval_eqns(eqns, env: dict, apply=None) -> dict:
     """
     prog = Program(eqns, [v for v in _free(eqns) if v in env])
     values = prog.run([env[v] for v in prog.inputs], apply or bind)
-    env.update([(v, values[k]) for v, k in prog.variables])
+    prog.name_values(values, env)
     return env
 
 
@@ -416,7 +416,7 @@ def eval_tape(tape: Tape, args, env: dict | None = None, apply=None) -> list:
         apply = bind
     values = prog.run(args, apply)
     if env is not None:
-        env.update([(v, values[k]) for v, k in prog.variables])
+        prog.name_values(values, env)
     return [values[k] for k in prog.outputs]
 
 
@@ -445,7 +445,7 @@ class Program:
     equation's numpy function with its params bound, its operands as integer slots of one list
     of values (literals placed once), its outputs as slots. ``program(tape)`` caches a tape's on
     the tape (tapes are immutable); ``eval_eqns`` makes one for a list of equations."""
-    __slots__ = ("steps", "slots", "inputs", "outputs", "variables")
+    __slots__ = ("steps", "slots", "inputs", "outputs", "variables", "variable_slots")
 
     def __init__(self, eqns, inputs, outputs=()):
         slot: dict = {v: k for k, v in enumerate(inputs)}
@@ -473,7 +473,13 @@ class Program:
         self.steps = tuple(steps)
         self.slots = consts
         self.inputs = tuple(inputs)
-        self.variables = tuple(slot.items())     # (variable, its slot)
+        self.variables = tuple(slot)                  # every variable, and its slot
+        self.variable_slots = tuple(slot.values())
+
+    def name_values(self, values: list, env: dict) -> None:
+        """Put a run's values into ``env`` by variable (allocating no pair per variable: a
+        long tape's many small objects would wake the garbage collector)."""
+        env.update(zip(self.variables, map(values.__getitem__, self.variable_slots)))
 
     def run(self, args, apply=None) -> list:
         """Every slot's value after a run on ``args``; ``apply(eqn, operand values)`` computes
