@@ -36,7 +36,8 @@ __all__ = [
     "compile", "Compiled", "optimize", "op_counts", "validate", "save", "load", "to_onnx", "from_onnx",
     "check", "check_rule",
     # the data model
-    "Tape", "GradTape", "Eqn", "Var", "Lit", "Aval", "Origin", "OriginKind", "Fallback", "Primitive", "REGISTRY",
+    "Tape", "GradTape", "Eqn", "Var", "Lit", "Aval", "Origin", "OriginKind", "Fallback", "Primitive",
+    "REGISTRY",
     # writing rules
     "rrule", "scalar_rule", "linear_rule", "non_differentiable", "primitive", "using_rule", "project",
     "backpropagate", "frule", "Pushforward", "NoTangent", "ZeroTangent", "Thunk", "thunk", "unthunk",
@@ -61,4 +62,5 @@ def from_onnx(model_or_path, **kw):
 # ad.scipy's rules, loaded when a scipy.special ufunc first reaches a tracer or a saved tape names
 # a scipy primitive (importing scipy costs as much as ad): ad.primitives.defer
 defer("scipy.special.", "ad.scipy.special")
-defer("scipy.", "ad.scipy.special", "ad.scipy.stats", "ad.scipy.linalg", "ad.scipy.signal", "ad.scipy.integrate")
+defer("scipy.", "ad.scipy.special", "ad.scipy.stats", "ad.scipy.linalg", "ad.scipy.signal",
+      "ad.scipy.integrate")

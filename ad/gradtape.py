@@ -9,7 +9,6 @@ from typing import Any
 
 from . import pytree
 from .origins import OriginKind
-from .origins import OriginKind
 from .tape import Tape, Var, eval_tape, format_tape
 
 

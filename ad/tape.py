@@ -21,7 +21,7 @@ import numpy as np
 
 from . import pytree
 from .errors import GuardError
-from .origins import ORIGIN_KINDS, PRIMAL, Origin, OriginKind  # noqa: F401  (part of the data model)
+from .origins import PRIMAL, Origin, OriginKind
 from .primitives import REGISTRY
 from .trace_state import Traced
 
@@ -376,7 +376,8 @@ def eval_eqns(eqns, env: dict, apply=None) -> dict:
 
     ``apply(eqn, operand_values)`` computes one equation (default: ``eqn.prim.bind``, so tapes
     run on tracers too: that is how they are differentiated again); a hook that observes or
-    replaces values wraps it. A broken guard raises GuardError naming the guard and its line.
+    replaces values wraps it, reading its operands (``env`` is written when the run ends). A
+    broken guard raises GuardError naming the guard and its line.
     """
     prog = Program(eqns, [v for v in _free(eqns) if v in env])
     values = prog.run([env[v] for v in prog.inputs], apply or bind)

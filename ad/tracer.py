@@ -33,7 +33,6 @@ from . import dispatch
 from .core_prims import guard_p
 from .errors import ConcretizationError, MutationError, TraceError, scipy_escape, user_location
 from .origins import Origin, OriginKind
-from .origins import OriginKind
 from .tape import SCALAR_AVALS, Aval, Eqn, Lit, Var, freeze_params
 from .trace_state import ACTIVE, Traced, find_recorder
 

@@ -80,7 +80,6 @@ import numpy as np
 from ad import pytree
 from ad.errors import source_line
 from ad.origins import OriginKind
-from ad.origins import OriginKind
 from ad.tape import Eqn, Lit, Tape, Var, eval_tape, format_literal, format_param, gc_paused, short_dtype
 
 EQUATION_KINDS = frozenset({"equation", "guard"})

@@ -12,7 +12,6 @@ import subprocess
 import sys
 
 import networkx as nx
-import pytest
 
 from ad import tape
 from tests.support import ROOT
@@ -43,7 +42,7 @@ OPTIONAL = {
 }
 
 
-def _modules() -> dict[str, "pathlib.Path"]:
+def _modules() -> dict:
     out = {}
     for pkg in PACKAGES:
         for path in (ROOT / pkg).rglob("*.py"):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import doctest
 import importlib
 import pkgutil
-from pathlib import Path
 
 import numpy as np
 import pytest

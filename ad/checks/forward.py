@@ -27,7 +27,6 @@ from ..errors import NonDifferentiableError
 from ..forward_mode.pushforward import derive, pushforward
 from ..reverse_mode.lift import lift
 from ..origins import OriginKind
-from ..origins import OriginKind
 from ..tape import eval_tape, freeze_params
 from ..forward_mode.transposition import NotLinearError, transpose
 from .base import Verdict, computes, dense, random_cotangent

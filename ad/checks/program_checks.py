@@ -15,7 +15,6 @@ from ..gradtape import residuals
 from ..errors import NonDifferentiableError
 from ..forward_mode.build import build_linearized
 from ..origins import OriginKind
-from ..origins import OriginKind
 from ..tape import Var, eval_tape, format_eqn
 from .base import Verdict, computes, combine, dense, float_bits, random_cotangent
 from .captures import describe, raised_at

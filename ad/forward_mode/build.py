@@ -14,7 +14,6 @@ from ..core_prims import full_p, positive_p
 from ..gradtape import Fallback
 from ..rules import rule_of
 from ..origins import Origin, OriginKind
-from ..origins import OriginKind
 from ..tape import Eqn, Tape, Var, active_vars, eval_eqns, freeze_params, gc_paused
 from .pushforward import Pushforward, overload_of, pushforward, with_cotangents
 

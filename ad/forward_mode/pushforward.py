@@ -26,7 +26,6 @@ from ..reverse_mode.lift import LiftedRule, cache_key, is_weak, lift, opaque_pul
 from ..reverse_mode.pullback import pullback_of
 from ..tangents import NoTangent, ZeroTangent, unthunk
 from ..origins import Origin, OriginKind
-from ..origins import OriginKind
 from ..tape import Aval, Eqn, Lit, Tape, Var, eval_eqns, freeze_params
 from ..tracer import Recorder, Tracer
 from ..tracing import output_operand

@@ -25,7 +25,6 @@ from ..errors import TraceError
 from ..reverse_mode.lift import LiftedRule, lift
 from ..passes import dce
 from ..origins import Origin, OriginKind
-from ..origins import OriginKind
 from ..tape import Eqn, Lit, Tape, Var, eval_eqns, format_eqn, freeze_params
 
 

@@ -19,7 +19,6 @@ from ..gradtape import GradTape
 from ..reverse_mode.lift import is_weak
 from ..serialize import check_serializable
 from ..origins import OriginKind
-from ..origins import OriginKind
 from ..tape import Aval, Lit, Tape
 
 OPSET = 18   # axes as inputs for every reduction (18), ScatterND reduction="add" (16)

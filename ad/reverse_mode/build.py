@@ -9,21 +9,17 @@ rule's pullback template.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 
-from .. import pytree
 from ..core_prims import add_p, full_p
 from ..errors import NonDifferentiableError
 from ..gradtape import Fallback, GradTape
-from .lift import LiftedRule, cached, lift, signature
-from ..primitives import Primitive, lookup
-from ..rules import overload_rule, rule_of
 from ..origins import Origin, OriginKind
-from ..origins import OriginKind
-from ..tape import Eqn, Tape, Var, active_vars, eval_tape, format_tape, freeze_params, gc_paused
+from ..rules import overload_rule, rule_of
+from ..tape import Eqn, Tape, Var, active_vars, eval_tape, freeze_params, gc_paused
+from .lift import LiftedRule, cached, lift, signature
 
 
 

@@ -22,7 +22,6 @@ from ..core_prims import positive_p, project
 from ..primitives import Primitive
 from ..tangents import NoTangent, ZeroTangent, unthunk
 from ..origins import Origin, OriginKind
-from ..origins import OriginKind
 from ..tape import HANDLE, Aval, Eqn, Lit, Var, eval_eqns, freeze_params
 from ..tracer import Recorder, Tracer
 

@@ -13,7 +13,6 @@ from .. import pytree
 from ..gradtape import GradTape
 from ..errors import source_line
 from ..origins import ORIGIN_KINDS, Origin, OriginKind
-from ..origins import OriginKind
 from ..tape import Aval, Eqn, InvalidTapeError, Tape, Var, freeze_params, validate
 from .codec import (NotSerializableError, TapeFormatError, dec, dec_aval, dec_lit_entry,
                     dec_lit_operand, enc, enc_aval, enc_lit, expect_int, expect_keys, expect_list,

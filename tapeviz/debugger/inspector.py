@@ -23,7 +23,6 @@ import numpy as np
 from ..escaping import html_attr, html_text
 from .model import DebugModel
 from ad.origins import OriginKind
-from ad.origins import OriginKind
 
 MAX_CELLS = (24, 32)                   # rows, columns of the heatmap
 NAN, POS_INF, NEG_INF = "#d946ef", "#111827", "#111827"

@@ -12,7 +12,6 @@ markup and draws only the rows in view (see ``static/debugger.js``).
 from __future__ import annotations
 
 from ad.origins import OriginKind
-from ad.origins import OriginKind
 from ad.tape import Var, format_literal, format_param
 
 from ..escaping import html_attr, html_text

@@ -28,7 +28,6 @@ import numpy as np
 import ad
 from ad import pytree
 from ad.origins import OriginKind
-from ad.origins import OriginKind
 from ad.tape import Eqn, InvalidTapeError, Tape, Var, eval_tape, validate
 
 from ..graph import (BACKWARD_BLOCK, EQUATION_KINDS, PUSHFORWARD_BLOCK, TANGENT_KINDS, annotate,

@@ -2,7 +2,6 @@
 ``np.fft`` and every ufunc is classified once, in ad/checktools/coverage.py, and docs/coverage.md shows the current
 classification. A new rule, a new numpy function or a stale entry fails here until the file and
 the page are updated (``python -m ad.checktools.coverage``)."""
-from pathlib import Path
 
 import numpy as np
 import pytest

@@ -10,7 +10,6 @@ run again).
 """
 import math
 import os
-import pathlib
 import subprocess
 import sys
 

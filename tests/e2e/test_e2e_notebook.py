@@ -2,7 +2,6 @@
 cheap check that the browser tests' notebook itself is sound; then the shared scenario in
 Notebook 7 (the ``notebook`` package)."""
 import re
-from pathlib import Path
 
 import nbformat
 import pytest

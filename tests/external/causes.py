@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import re
 import traceback
-from pathlib import Path
 
 from ad.errors import GuardError, TraceError
 from tests.support import ROOT

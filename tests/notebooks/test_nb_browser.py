@@ -3,7 +3,6 @@ unreachable: the debugger draws itself from its embedded session and steps, sele
 with no kernel and no request off the machine."""
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect

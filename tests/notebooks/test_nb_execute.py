@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import html
 from html.parser import HTMLParser
-from pathlib import Path
 
 import nbformat
 import pytest

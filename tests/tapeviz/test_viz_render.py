@@ -12,7 +12,7 @@ import pytest
 
 import ad
 from tapeviz import RendererNotFound, RenderError, export, render, to_graphviz
-from tests.support.needs import needs, module
+from tests.support.needs import needs
 
 render_module = importlib.import_module("tapeviz.renderer")
 

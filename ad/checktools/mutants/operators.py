@@ -10,7 +10,6 @@ from ...core_prims import add_p, sum_to_p, transpose_p
 from ...lib.elementwise import multiply_p, negative_p, subtract_p
 from ...lib.reductions import mean_p, sum_p
 from ...origins import Origin, OriginKind
-from ...origins import OriginKind
 from ...tape import Aval, Eqn, Lit, Var, eval_eqns, format_eqn, freeze_params
 from .template import Mutant, Target, same
 

@@ -10,8 +10,9 @@ import sys
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
-ort = pytest.importorskip("onnxruntime")
+from tests.support.needs import module as optional_module  # in CI, a missing module fails
+torch = optional_module("torch")
+ort = optional_module("onnxruntime")
 
 import ad  # noqa: E402
 from tests.support import ROOT as REPOSITORY  # noqa: E402

@@ -7,9 +7,9 @@ import subprocess
 import sys
 
 import numpy as np
-import pytest
 
-onnx = pytest.importorskip("onnx")
+from tests.support.needs import module as optional_module  # in CI, a missing module fails
+onnx = optional_module("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 import ad  # noqa: E402
@@ -95,7 +95,7 @@ def test_gradient_wrt_weights_and_input_matches_finite_differences():
 
 
 def test_gradient_tape_exports_back_to_onnx():
-    ort = pytest.importorskip("onnxruntime")
+    ort = optional_module("onnxruntime")
     prog = ad.from_onnx(mlp_model(), inputs=[X])
     gt = ad.grad_tape(lambda x, params: np.sum(prog.function(x, params) ** 2), X, prog.params, argnums=1)
     assert {"Gemm (mlp/fc1)", "Softmax (mlp/softmax)"} <= {e.source for e in gt.backward.eqns}   # pullbacks too
@@ -128,7 +128,7 @@ def test_conv_bn_pool_model_against_onnxruntime():
     x = rng.normal(size=(1, 2, 7, 7)).astype(f32)
     got = ad.from_onnx(m)(x)
     assert got.dtype == f32
-    ort = pytest.importorskip("onnxruntime")
+    ort = optional_module("onnxruntime")
     want = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
@@ -184,7 +184,7 @@ def test_control_flow_known_at_import_is_unrolled():
     """If, Loop and Scan whose conditions and lengths are known at import run inline: the tape
     holds the taken branch and every iteration, the values equal onnxruntime's, the gradient
     with respect to the captured weight equals finite differences."""
-    ort = pytest.importorskip("onnxruntime")
+    ort = optional_module("onnxruntime")
     m = control_flow_model()
     prog = ad.from_onnx(m)
     sources = [e.source for e in prog.tape.eqns]
@@ -219,7 +219,7 @@ def test_float_initializers_read_only_at_import_are_constants():
     prog = ad.from_onnx(m)
     assert list(prog.params) == ["bias"] and list(ad.onnx.parameters(m)) == ["bias"]
     x = np.arange(4, dtype=np.float32).reshape(1, 1, 2, 2)
-    ort = pytest.importorskip("onnxruntime")
+    ort = optional_module("onnxruntime")
     want = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     np.testing.assert_allclose(prog(x), want, rtol=1e-6)
     assert prog.tape(x, prog.params["bias"]).shape == (1, 1, 5, 5)

@@ -12,9 +12,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
-onnx = pytest.importorskip("onnx")
-ort = pytest.importorskip("onnxruntime")
+from tests.support.needs import module as optional_module  # in CI, a missing module fails
+torch = optional_module("torch")
+onnx = optional_module("onnx")
+ort = optional_module("onnxruntime")
 
 import ad  # noqa: E402
 from tests.support.torch_models import MODELS, build, export  # noqa: E402

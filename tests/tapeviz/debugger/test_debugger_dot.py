@@ -2,7 +2,6 @@
 Graphviz rejects closes the process instead of hanging the kernel (the next drawing restarts it)."""
 import shutil
 
-import pytest
 
 from tapeviz.debugger.dot import DotProcess
 from tests.support.needs import needs

@@ -1,6 +1,5 @@
 """The debugger driven as a user would, through the messages its view sends (``click``) and its
 Python API, asserting on state and on what the view receives (the ``_frame`` and HTML traits)."""
-import base64
 import html
 import re
 
