@@ -20,6 +20,7 @@ from .origins import Origin, OriginKind
 from .passes import op_counts, optimize
 from .primitives import REGISTRY, Primitive, defer
 from .rules import backpropagate, linear_rule, non_differentiable, primitive, rrule, scalar_rule, using_rule
+from .scopes import scope
 from .serialize import load, save
 from .tangents import NoTangent, Thunk, ZeroTangent, thunk, unthunk
 from .tape import Aval, Eqn, Lit, Tape, Var, validate
@@ -30,7 +31,7 @@ from .transforms.linearization import jvp, linearize
 
 __all__ = [
     # transformations
-    "trace", "grad", "value_and_grad", "vjp", "grad_tape", "partition",
+    "trace", "scope", "grad", "value_and_grad", "vjp", "grad_tape", "partition",
     "jvp", "linearize", "jacfwd", "jacrev", "jacobian", "hessian", "hvp", "transpose",
     # running, optimising, saving, checking tapes
     "compile", "Compiled", "optimize", "op_counts", "validate", "save", "load", "to_onnx", "from_onnx",

@@ -9,6 +9,7 @@ from typing import Any
 
 from . import pytree
 from .origins import OriginKind
+from .scopes import scope_tree
 from .tape import Tape, Var, eval_tape, format_tape
 
 
@@ -63,6 +64,17 @@ class GradTape(Tape):
         res = residuals(self)
         return Tape(tuple(res) + tuple(seeds), eqns, self.outputs[self.n_values:],
                     input_names=tuple(repr(v) for v in res) + tuple(f"ct{i}" for i in range(len(seeds))))
+
+    def scopes(self):
+        """The scope tree (``Tape.scopes``), with the bytes each scope keeps for the backward
+        section (its forward equations' outputs that the backward section reads)."""
+        kept = set(residuals(self))
+        sizes = {}
+        for i, e in enumerate(self.eqns[:self.n_forward]):
+            n = sum(v.aval.nbytes for v in e.outputs if v in kept)
+            if n:
+                sizes[i] = n
+        return scope_tree(self.eqns, sizes)
 
     @property
     def sections(self) -> tuple[tuple[int, str], ...]:

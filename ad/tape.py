@@ -23,6 +23,7 @@ from . import pytree
 from .errors import GuardError
 from .origins import PRIMAL, Origin, OriginKind
 from .primitives import REGISTRY
+from .scopes import Scope, scope_tree
 from .trace_state import Traced
 
 
@@ -67,6 +68,10 @@ class Aval:
     @property
     def size(self) -> int:
         return math.prod(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * np.dtype(self.dtype).itemsize if isinstance(self.dtype, np.dtype) else 0
 
     @property
     def is_float(self) -> bool:
@@ -162,15 +167,20 @@ class Eqn:
     outputs: tuple[Var, ...]
     source: str | None = None      # "file.py:12 in f"
     origin: Origin = PRIMAL
+    scope: tuple[str, ...] = ()    # the user's calls it was recorded in, outermost first (ad.scopes)
 
     def __init__(self, prim, inputs: tuple, params: tuple, outputs: tuple, source: str | None = None,
-                 origin: Origin = PRIMAL):
+                 origin: Origin = PRIMAL, scope: tuple[str, ...] = ()):
         self.prim = prim
         self.inputs = inputs
         self.params = params
         self.outputs = outputs
         self.source = source
         self.origin = origin
+        self.scope = scope
+
+    def with_scope(self, scope: tuple[str, ...]) -> "Eqn":
+        return Eqn(self.prim, self.inputs, self.params, self.outputs, self.source, self.origin, scope)
 
     @property
     def kwargs(self) -> dict:
@@ -235,6 +245,18 @@ class Tape:
         for e in self.eqns:
             out.update((repr(v), v) for v in e.outputs)
         return out
+
+    def scopes(self) -> Scope:
+        """The scope tree of the equations (``ad.scopes.Scope``): the user's calls, each with
+        the positions of its equations by phase, in call order.
+
+        >>> def cell(h, x):
+        ...     return np.tanh(h + x)
+        >>> tape = ad.trace(lambda x: cell(cell(x, x), x), np.ones(2))
+        >>> [(s.path, s.forward) for s in tape.scopes().children]
+        [(('cell#1',), [0, 1]), (('cell#2',), [2, 3])]
+        """
+        return scope_tree(self.eqns)
 
     def producers(self) -> dict[Var, Eqn]:
         return {v: e for e in self.eqns for v in e.outputs}

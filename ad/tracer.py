@@ -31,8 +31,9 @@ import numpy as np
 
 from . import dispatch
 from .core_prims import guard_p
-from .errors import ConcretizationError, MutationError, TraceError, scipy_escape, user_location
+from .errors import ConcretizationError, MutationError, TraceError, location, scipy_escape, user_frame, user_location
 from .origins import Origin, OriginKind
+from .scopes import CallScopes
 from .tape import SCALAR_AVALS, Aval, Eqn, Lit, Var, freeze_params
 from .trace_state import ACTIVE, Traced, find_recorder
 
@@ -40,8 +41,9 @@ from .trace_state import ACTIVE, Traced, find_recorder
 class Recorder:
     """Collects equations for one trace; computes every value eagerly so shapes are known.
 
-    ``source`` and ``origin`` stamp the equations recorded next; by default the source is the
-    user's line found on the stack. ``differentiated`` holds the variables that carry a gradient
+    ``source``, ``origin`` and ``scope`` stamp the equations recorded next; by default the
+    source is the user's line found on the stack and the scope the user's calls below the traced
+    function (``calls``, an ``ad.scopes.CallScopes``; none: scope ``()``). ``differentiated`` holds the variables that carry a gradient
     (concretizing them would lose it), ``symbolic`` those whose trace-time value is a stand-in
     (a pullback's cotangent while a rule is lifted: they may not be concretized at all);
     both propagate through the equations recorded. ``captures`` lists the values of enclosing
@@ -54,6 +56,8 @@ class Recorder:
         self.level = len(ACTIVE)
         self.active = False
         self.source: str | None = None
+        self.scope: tuple | None = None
+        self.calls: CallScopes | None = None
         self.origin = Origin(OriginKind.PRIMAL)
         self._consts: dict[int, tuple[object, Lit]] = {}
         self.differentiated: set[Var] = set()
@@ -165,10 +169,16 @@ class Recorder:
             tracers, outputs = (Tracer(self, var, out),), (var,)
             if gradient and out.dtype.kind in "fc":     # var.aval.is_float, at a fifth of its cost
                 differentiated.add(var)
-        # record and its caller (Primitive.bind, or another ad function) are ad's own frames
-        source = self.source if self.source is not None else user_location(ad_frames=2)
+        source, scope = self.source, self.scope
+        if source is None or scope is None:
+            # record and its caller (Primitive.bind, or another ad function) are ad's own frames
+            frame = user_frame(ad_frames=2)
+            if source is None:
+                source = location(frame)
+            if scope is None:
+                scope = self.calls.of(frame) if self.calls is not None and frame is not None else ()
         frozen = freeze_params(params) if params else ()
-        self.eqns.append(Eqn(prim, inputs, frozen, outputs, source, self.origin))
+        self.eqns.append(Eqn(prim, inputs, frozen, outputs, source, self.origin, scope))
         if stand_ins:
             self.symbolic.update(outputs)
         if prim.returns_view and prim.returns_view(operands) and isinstance(operands[0], Tracer):

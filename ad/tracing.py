@@ -8,11 +8,13 @@ with ``trace_call``, which also marks the differentiated inputs and takes the re
 from __future__ import annotations
 
 import inspect
+import sys
 
 import numpy as np
 
 from . import pytree
 from .errors import unwrapping_numpy
+from .scopes import CallScopes, renumbered
 from .tape import Lit, Tape, gc_paused
 from .tracer import Recorder, Tracer
 
@@ -60,12 +62,13 @@ def trace_call(f, args: tuple, argnums=None, rec: Recorder | None = None) -> Tap
         rec.differentiated.update(
             x.variable for i, (x, t) in enumerate(zip(leaves, in_tree.traced))
             if t and x.aval.is_float and (differentiated is None or i in differentiated))
+        rec.calls = CallScopes(sys._getframe())      # scopes: the calls below this frame's call of f
         with unwrapping_numpy():
             out = f(*pytree.unflatten(in_tree.structure, leaves))
         out_leaves, out_tree = pytree.flatten(out)
         outputs = tuple(output_operand(rec, x) for x in out_leaves)
     captured = tuple(v for v, _ in rec.captures)
-    return Tape(inputs + captured, tuple(rec.eqns), outputs, in_tree, out_tree,
+    return Tape(inputs + captured, tuple(renumbered(rec.eqns, rec.calls)), outputs, in_tree, out_tree,
                 in_tree.traced_paths + tuple(f"captured {t.variable!r}" for _, t in rec.captures),
                 captures=tuple(t for _, t in rec.captures))
 

@@ -41,20 +41,21 @@ class _Builder:
     def new(self, aval) -> Var:
         return Var(next(self.counter), aval)
 
-    def emit(self, prim, inputs, params, outputs, source, origin):
-        self.eqns.append(Eqn(prim, tuple(inputs), params, tuple(outputs), source, origin))
+    def emit(self, prim, inputs, params, outputs, source, origin, scope=()):
+        self.eqns.append(Eqn(prim, tuple(inputs), params, tuple(outputs), source, origin, scope))
 
-    def inline(self, eqns, sub: dict, source, origin: Origin | None):
+    def inline(self, eqns, sub: dict, e: Eqn, origin: Origin | None):
+        """A template's equations on ``sub``, in ``e``'s source line and scope."""
         for t in eqns:
             outs = [self.new(v.aval) for v in t.outputs]
             sub.update(zip(t.outputs, outs))
             self.emit(t.prim, [sub[x] if type(x) is Var else x for x in t.inputs], t.params, outs,
-                      source or t.source, origin or t.origin)
+                      e.source or t.source, origin or t.origin, e.scope)
 
-    def zeros(self, aval, of: Var, source=None) -> Var:
+    def zeros(self, aval, of: Var, source=None, scope=()) -> Var:
         out = self.new(aval)
         self.emit(full_p, (), freeze_params({"shape": aval.shape, "dtype": aval.dtype, "fill_value": 0}),
-                  (out,), source, Origin(OriginKind.TANGENT_ZEROS, of=of))
+                  (out,), source, Origin(OriginKind.TANGENT_ZEROS, of=of), scope)
         return out
 
 
@@ -80,7 +81,7 @@ def build_linearized(primal: Tape, values: list, wrt: list[int], known: dict | N
         needs = tuple(type(x) is Var and x in active for x in e.inputs)
         if not (any(needs) and e.prim.differentiable):
             outs = [b.new(v.aval) for v in e.outputs]
-            b.emit(e.prim, ops, e.params, outs, e.source, e.origin)
+            b.emit(e.prim, ops, e.params, outs, e.source, e.origin, e.scope)
             _evaluate(b.eqns[-1:], known, dict(zip(outs, e.outputs)), traced)
             env.update(zip(e.outputs, outs))
             continue
@@ -91,7 +92,7 @@ def build_linearized(primal: Tape, values: list, wrt: list[int], known: dict | N
             fallbacks.append(Fallback(e.prim.name, e.source, pf.fallback))
         sub = {a: o for a, o in zip(pf.args, ops) if type(a) is Var}
         start = len(b.eqns)
-        b.inline(pf.fwd, sub, e.source, None)
+        b.inline(pf.fwd, sub, e, None)
         outs = [_rule_output(b, sub, o, pf, v, e) for o, v in zip(pf.outs, e.outputs)]
         for i in range(start, len(b.eqns)):
             b.eqns[i] = replace(b.eqns[i], origin=Origin(OriginKind.PRIMAL, of=outs[0], rule=e.prim.name))
@@ -108,8 +109,8 @@ def build_linearized(primal: Tape, values: list, wrt: list[int], known: dict | N
         tsub = dict(sub)
         for a, t, o in zip(pf.tangents, ts, ops):
             if a is not None:
-                tsub[a] = t if t is not None else b.zeros(a.aval, o, e.source)
-        b.inline(pf.jvp, tsub, e.source, Origin(pf.kind, of=outs[0], rule=e.prim.name))
+                tsub[a] = t if t is not None else b.zeros(a.aval, o, e.source, e.scope)
+        b.inline(pf.jvp, tsub, e, Origin(pf.kind, of=outs[0], rule=e.prim.name))
         for o, t in zip(outs, pf.out_tangents):
             if type(t) is Var:
                 tan[o] = tsub[t]
@@ -151,7 +152,8 @@ def _rule_output(b: _Builder, sub, o, pf: Pushforward, primal_var: Var, e: Eqn):
     if type(o) is Var and o not in pf.args:
         return sub[o]
     out = b.new(primal_var.aval)
-    b.emit(positive_p, (sub[o] if type(o) is Var else o,), (), (out,), e.source, Origin(OriginKind.PRIMAL, rule=e.prim.name))
+    b.emit(positive_p, (sub[o] if type(o) is Var else o,), (), (out,), e.source,
+           Origin(OriginKind.PRIMAL, rule=e.prim.name), e.scope)
     return out
 
 

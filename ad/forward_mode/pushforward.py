@@ -186,7 +186,7 @@ def _vjp_of_pullback(tape: Tape, point: list, n_const: int, prim, source) -> Tap
         outs = tuple(Var(next(counter), v.aval) for v in e.outputs)
         sub.update(zip(e.outputs, outs))
         eqns.append(Eqn(e.prim, tuple(sub[x] if type(x) is Var else x for x in e.inputs), e.params,
-                        outs, e.source, e.origin))
+                        outs, e.source, e.origin, e.scope))
     return Tape(tuple(tape.inputs[:n_const]) + tuple(sub[s] for s in seeds), tuple(eqns),
                 tuple(sub[x] if type(x) is Var else x for x in gt.outputs[gt.n_values:]))
 

@@ -76,7 +76,8 @@ def transpose(tape: Tape, linear, values=None, *, origin=None) -> Tape:
         else:
             consts.append(e)
     t = _Transposer(itertools.count(1 + max([v.n for v in tape.inputs] +
-                                            [v.n for e in tape.eqns for v in e.outputs])), consts)
+                                            [v.n for e in tape.eqns for v in e.outputs])), consts,
+                    {v: e.scope for e in linear_eqns for v in e.outputs})
     ct: dict = {}
     cts = []
     for k, out in enumerate(tape.outputs):
@@ -107,23 +108,26 @@ def transpose(tape: Tape, linear, values=None, *, origin=None) -> Tape:
 class _Transposer:
     """Fresh variables and the equations of the transposed tape (the constants first)."""
 
-    def __init__(self, counter, consts):
+    def __init__(self, counter, consts, scopes: dict):
         self.counter = counter
         self.eqns = list(consts)
+        self.scopes = scopes      # variable -> its equation's scope (a fan-in sum's is its variable's)
 
     def new(self, aval) -> Var:
         return Var(next(self.counter), aval)
 
     def add(self, a, b, of: Var, source):
         out = self.new(of.aval)
-        self.eqns.append(Eqn(add_p, (a, b), (), (out,), source, Origin(OriginKind.ACCUMULATE, of=of, rule="add")))
+        self.eqns.append(Eqn(add_p, (a, b), (), (out,), source, Origin(OriginKind.ACCUMULATE, of=of, rule="add"),
+                             self.scopes.get(of, ())))
         return out
 
     def zeros(self, v: Var, e: Eqn | None):
         out = self.new(v.aval)
         self.eqns.append(Eqn(full_p, (), freeze_params({"shape": v.aval.shape, "dtype": v.aval.dtype,
                                                         "fill_value": 0}), (out,),
-                             None if e is None else e.source, Origin(OriginKind.ZEROS, of=v)))
+                             None if e is None else e.source, Origin(OriginKind.ZEROS, of=v),
+                             () if e is None else e.scope))
         return out
 
 
@@ -151,19 +155,20 @@ def _transpose_eqn(t: _Transposer, e: Eqn, lin: set, env: dict, cts: list, const
     sub.update(zip(lifted.cts, cts))
     for te in lifted.fwd:                 # what the pullback reads of the primal body (constants)
         if not any(v in tainted for v in te.outputs):
-            _emit(t, te, sub, e.source, origin)
+            _emit(t, te, sub, e, origin)
     for te in bwd:
-        _emit(t, te, sub, e.source, origin)
+        _emit(t, te, sub, e, origin)
     for x, g, needed in zip(e.inputs, lifted.grads, needs):
         if needed and g is not None:
             yield x, sub[g] if type(g) is Var else g
 
 
-def _emit(t: _Transposer, te: Eqn, sub: dict, source, origin: Origin):
+def _emit(t: _Transposer, te: Eqn, sub: dict, e: Eqn, origin: Origin):
+    """A template equation of ``e``'s transpose, in ``e``'s source line and scope."""
     outs = [t.new(v.aval) for v in te.outputs]
     sub.update(zip(te.outputs, outs))
     t.eqns.append(Eqn(te.prim, tuple(sub[x] if type(x) is Var else x for x in te.inputs), te.params,
-                      tuple(outs), source or te.source, origin))
+                      tuple(outs), e.source or te.source, origin, e.scope))
 
 
 def _check_declared(e: Eqn, needs, consts) -> None:

@@ -4,12 +4,14 @@ time, and because it changes rounding (``factor`` says how much), which no other
 """
 from __future__ import annotations
 
+import functools
 import itertools
 from collections import Counter
 from operator import attrgetter
 
 from ..core_prims import add_p
 from ..lib.elementwise import multiply_p
+from ..scopes import common_prefix
 from ..tape import Eqn, Lit, Tape, Var
 from .rebuild import rebuild
 
@@ -51,9 +53,10 @@ def factor(tape: Tape) -> Tape:
             counter = itertools.count(1 + max(v.n for v in defined))
         s, q = e.outputs[0], made[products[-1]][1]
         u, v = Var(next(counter), s.aval), Var(next(counter), s.aval)
-        replaced[i] = (Eqn(multiply_p, (c2, b), (), (u,), q.source, q.origin),
-                       Eqn(add_p, (c1, u), (), (v,), q.source, q.origin),
-                       Eqn(multiply_p, (a, v), (), (s,), e.source, e.origin))
+        scope = functools.reduce(common_prefix, (made[x][1].scope for x in products), e.scope)
+        replaced[i] = (Eqn(multiply_p, (c2, b), (), (u,), q.source, q.origin, scope),
+                       Eqn(add_p, (c1, u), (), (v,), q.source, q.origin, scope),
+                       Eqn(multiply_p, (a, v), (), (s,), e.source, e.origin, scope))
         dropped += [made[x][0] for x in products]
     if not dropped:
         return tape

@@ -222,7 +222,7 @@ def simplified(e: Eqn, rules, seen: Seen):
             if not e.origin.is_backward:
                 return None
             return Eqn(full_p, (), (("dtype", out.aval.dtype), ("fill_value", 0), ("shape", out.aval.shape)),
-                       e.outputs, e.source, e.origin)
+                       e.outputs, e.source, e.origin, e.scope)
         if type(target) is tuple:          # ("inputs", operands)
             return replace(e, inputs=target[1])
         if target is not None:

@@ -13,6 +13,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..core_prims import full_p
+from ..scopes import common_prefix
 from ..tape import Eqn, Lit, Tape
 from .rebuild import rebuild
 from .rewrites import (NO_PLAN, ONE_LITERAL, PLANS, READ_BACK, RENAMED, STRUCTURAL_ZERO, ZERO_LITERAL,
@@ -107,6 +108,7 @@ def walk(tape: Tape, *, fold: bool = False, simplify: bool = False, cse: bool = 
     keep = kept.append
     dropped: list = []
     rewritten = False
+    merged: dict = {}       # an output CSE kept -> the common scope of the equations merged into it
     for i, e in enumerate(tape.eqns):
         ins = e.inputs
         variables = False
@@ -159,6 +161,8 @@ def walk(tape: Tape, *, fold: bool = False, simplify: bool = False, cse: bool = 
                     if hit is not e.outputs:
                         if all(a.aval == b.aval for a, b in zip(hit, e.outputs)):
                             outs = hit
+                            first = hit[0]
+                            merged[first] = common_prefix(merged[first], e.scope) if first in merged else e.scope
                             break
                         table[key] = e.outputs
                     if changed:         # a form it leaves: what replaces it answers for it too
@@ -175,7 +179,20 @@ def walk(tape: Tape, *, fold: bool = False, simplify: bool = False, cse: bool = 
             dropped.append(i)
             for table, key in keys:
                 table[key] = outs
+    if merged:
+        kept = _shared_scopes(kept, merged)
     return rebuild(tape, kept, dropped, subst) if dropped or rewritten else tape
+
+
+def _shared_scopes(kept: list, merged: dict) -> list:
+    """An equation CSE merged others into lives in the scope they all share (their common prefix)."""
+    out = []
+    for e in kept:
+        scope = merged.get(e.outputs[0]) if e.outputs else None
+        if scope is not None and scope != e.scope:
+            e = e.with_scope(common_prefix(e.scope, scope))
+        out.append(e)
+    return out
 
 
 class _ByPrimitive(dict):

@@ -110,8 +110,8 @@ class _Builder:
         self.count += 1
         return Var(self.count - 1, aval)
 
-    def emit(self, prim, inputs, params, outputs, source, origin):
-        self.eqns.append(Eqn(prim, tuple(inputs), params, tuple(outputs), source, origin))
+    def emit(self, prim, inputs, params, outputs, source, origin, scope=()):
+        self.eqns.append(Eqn(prim, tuple(inputs), params, tuple(outputs), source, origin, scope))
 
     def rename(self, defined: tuple, sub: dict) -> None:
         """New variables, numbered in order, for the template variables ``defined`` (``sub``
@@ -122,28 +122,30 @@ class _Builder:
             n += 1
         self.count = n
 
-    def copy(self, eqns, sub: dict, source, origin: Origin, project: Origin | None = None) -> None:
+    def copy(self, eqns, sub: dict, e: Eqn, origin: Origin, project: Origin | None = None) -> None:
         """``eqns`` on what ``sub`` maps their operands to (``rename`` made their outputs'; it
         holds the template's ``literals``), stamped ``origin`` (``project`` for the equations of
-        a projection)."""
+        a projection), ``e``'s source line and scope."""
+        source, scope = e.source, e.scope
         new, get = self.eqns.append, sub.__getitem__
         for t in eqns:
             o = origin if project is None or t.origin.kind is not OriginKind.PROJECT else project
             new(Eqn(t.prim, tuple(map(get, t.inputs)), t.params, tuple(map(get, t.outputs)),
-                    source or t.source, o))
+                    source or t.source, o, scope))
 
 
-def _add(b: _Builder, a, c, of: Var, source):
+def _add(b: _Builder, a, c, of: Var, source, scope=()):
+    """A fan-in sum of cotangents of ``of``, in ``of``'s scope (an input's: the traced function's)."""
     out = b.new(of.aval)
-    b.emit(add_p, (a, c), (), (out,), source, Origin(OriginKind.ACCUMULATE, of=of, rule="add"))
+    b.emit(add_p, (a, c), (), (out,), source, Origin(OriginKind.ACCUMULATE, of=of, rule="add"), scope)
     return out
 
 
-def _zeros(b: _Builder, aval, of: Var, source=None):
+def _zeros(b: _Builder, aval, of: Var, source=None, scope=()):
     """Explicit zeros for a cotangent no path reaches (of ``of``)."""
     out = b.new(aval)
     b.emit(full_p, (), freeze_params({"shape": aval.shape, "dtype": aval.dtype, "fill_value": 0}),
-           (out,), source, Origin(OriginKind.ZEROS, of=of))
+           (out,), source, Origin(OriginKind.ZEROS, of=of), scope)
     return out
 
 
@@ -174,13 +176,13 @@ def build(primal: Tape, values: list, wrt: list[int], *, seed: str = "ones",
         needs = tuple(map(active.__contains__, e.inputs))
         if not (True in needs and e.prim.differentiable):
             outs = [b.new(v.aval) for v in e.outputs]
-            b.emit(e.prim, ops, e.params, outs, e.source, e.origin)
+            b.emit(e.prim, ops, e.params, outs, e.source, e.origin, e.scope)
             env.update(zip(e.outputs, outs))
             continue
         lifted = templates.of(e, needs)
         if lifted.fallback:
             fallbacks.append(Fallback(e.prim.name, e.source, lifted.fallback))
-        outs, local, b.count = lifted.copier.fwd(ops, e.outputs, b.count, e.source, b.eqns)
+        outs, local, b.count = lifted.copier.fwd(ops, e.outputs, b.count, e.source, e.scope, b.eqns)
         env.update(zip(e.outputs, outs))
         instances.append((e, lifted, local, ops, outs, needs))
     n_forward = len(b.eqns)
@@ -203,21 +205,26 @@ def build(primal: Tape, values: list, wrt: list[int], *, seed: str = "ones",
             if live:
                 ct[out] = s if out not in ct else _add(b, ct[out], s, out, None)
 
+    scopes: dict = {}        # joint variable -> its equation's scope, made when a fan-in first needs it
     for e, lifted, local, ops, outs, needs in reversed(instances):
         cts = list(map(ct.get, outs))
         if cts.count(None) == len(cts):
             continue
         template = _template(e, lifted, cts, templates, needs) if overloads and e.prim.overloads else lifted
         if None in cts:
-            cts = [_zeros(b, o.aval, o, e.source) if c is None else c for c, o in zip(cts, outs)]
+            cts = [_zeros(b, o.aval, o, e.source, e.scope) if c is None else c for c, o in zip(cts, outs)]
         if template is lifted:
-            pulled, b.count = lifted.copier.bwd(local, cts, b.count, e.source, b.eqns)
+            pulled, b.count = lifted.copier.bwd(local, cts, b.count, e.source, e.scope, b.eqns)
         else:
             pulled = _overload_pullback(b, template, e, ops, outs, cts)
         for target, g, needed in zip(ops, pulled, needs):
             if g is None or not needed:
                 continue
-            ct[target] = g if target not in ct else _add(b, ct[target], g, target, e.source)
+            if target in ct:
+                if not scopes:
+                    scopes.update((o, i[0].scope) for i in instances for o in i[4])
+                g = _add(b, ct[target], g, target, e.source, scopes.get(target, ()))
+            ct[target] = g
 
     grads, grad_inputs = [], []
     for i in wrt:
@@ -275,6 +282,6 @@ def _overload_pullback(b: _Builder, template: LiftedRule, e: Eqn, ops, outs, cts
     b.rename(tuple(v for t in body for v in t.outputs) + template.defined[1], sub)
     sub.update({t: o for t, o in zip(template.outs, outs) if type(t) is Var})
     sub.update(zip(template.cts, cts))
-    b.copy(body + list(template.bwd), sub, e.source, Origin(OriginKind.PULLBACK, outs[0], e.prim.name),
+    b.copy(body + list(template.bwd), sub, e, Origin(OriginKind.PULLBACK, outs[0], e.prim.name),
            Origin(OriginKind.PROJECT, outs[0], e.prim.name) if template.projects else None)
     return [sub[g] if type(g) is Var else g for g in template.grads]

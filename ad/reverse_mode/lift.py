@@ -107,21 +107,22 @@ class Copier:
     line code with the template's primitives, params, avals and literals bound as constants
     writes an instance in a third fewer instructions than mapping each operand through a dict.
 
-    ``fwd(ops, outputs, n, source, eqns) -> (outs, local, n)`` appends the primal body's
+    ``fwd(ops, outputs, n, source, scope, eqns) -> (outs, local, n)`` appends the primal body's
     equations on the joint operands ``ops``, new variables numbered from ``n`` (an output the
     rule did not compute, an operand or a constant, gets a ``positive`` equation, so that it has
     a cotangent of its own: a variable like the primal equation's ``outputs``), and returns the
     joint outputs, the joint values the pullback may read and the next number;
-    ``bwd(local, cts, n, source, eqns) -> (grads, n)`` appends the pullback's on the output
-    cotangents ``cts``. Equations are stamped with the instance's origins and ``source`` (else
-    the template's). ``source`` is the code."""
+    ``bwd(local, cts, n, source, scope, eqns) -> (grads, n)`` appends the pullback's on the
+    output cotangents ``cts``. Equations are stamped with the instance's origins, ``source``
+    (else the template's) and ``scope`` (the primal equation's: the backward mirrors the
+    forward). ``source`` is the code."""
 
     def __init__(self, lifted: "LiftedRule"):
         self.rule = lifted.prim.name
         self.constants: dict = {"Var": Var, "Eqn": Eqn, "Origin": Origin}
         self.names: dict = {}            # template variable (or literal operand) -> identifier
         args = [self._name(a, "a") for a in lifted.args]
-        fwd = ["def fwd(ops, outputs, n, source, eqns):", *self._unpack(args, "ops")]
+        fwd = ["def fwd(ops, outputs, n, source, scope, eqns):", *self._unpack(args, "ops")]
         made = self._new(lifted.defined[0], fwd)
         outs, extra = [], []            # extra: (operand, output index) of a positive equation
         for i, o in enumerate(lifted.outs):
@@ -134,11 +135,11 @@ class Copier:
         rule = self._constant(lifted.prim.name, "R")
         fwd.append(f"    o = Origin('primal', {outs[0]}, {rule})")
         fwd += self._copy(lifted.fwd, "o")
-        fwd += [f"    eqns.append(Eqn({self._constant(positive_p, 'P')}, ({x},), (), (p{k},), source, o))"
+        fwd += [f"    eqns.append(Eqn({self._constant(positive_p, 'P')}, ({x},), (), (p{k},), source, o, scope))"
                 for k, (x, _) in enumerate(extra)]
         local = args + made + [f"p{k}" for k in range(len(extra))]
         fwd.append(f"    return [{', '.join(outs)}], {self._tuple(local)}, n + {len(made) + len(extra)}")
-        bwd = ["def bwd(local, cts, n, source, eqns):", *self._unpack(local, "local"),
+        bwd = ["def bwd(local, cts, n, source, scope, eqns):", *self._unpack(local, "local"),
                *self._unpack([self._name(c, "c") for c in lifted.cts], "cts")]
         made = self._new(lifted.defined[1], bwd)
         bwd.append(f"    o = Origin('pullback', {outs[0]}, {rule})")
@@ -184,7 +185,7 @@ class Copier:
             stamp = project if project and t.origin.kind is OriginKind.PROJECT else origin
             ins, outs = self._tuple(map(self._ref, t.inputs)), self._tuple(map(self._ref, t.outputs))
             lines.append(f"    eqns.append(Eqn({self._constant(t.prim, 'P')}, {ins}, {self._constant(t.params, 'Q')}, "
-                         f"{outs}, {source}, {stamp}))")
+                         f"{outs}, {source}, {stamp}, scope))")
         return lines
 
     @staticmethod

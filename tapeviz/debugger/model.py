@@ -138,7 +138,7 @@ def jvp_tape(f, primals, tangents) -> tuple[Tape, dict]:
 
     tangent_inputs = [new(v) for v in tan.inputs[n_res:]]
     tangent_eqns = [Eqn(e.prim, tuple(map(renamed, e.inputs)), e.params, tuple(map(new, e.outputs)), e.source,
-                        e.origin) for e in tan.eqns]
+                        e.origin, e.scope) for e in tan.eqns]
     primal_eqns = [e for e in fwd.eqns if e.origin.kind not in TANGENT_KINDS]
     hoisted = [e for e in fwd.eqns if e.origin.kind in TANGENT_KINDS]
     made_at = {v: i for i, e in enumerate(primal_eqns) for v in e.outputs}

@@ -106,7 +106,7 @@ def test_an_instance_is_written_by_its_templates_compiled_copier():
     numbers = [v.n for v in gt.inputs] + [v.n for e in gt.eqns for v in e.outputs]
     assert numbers == list(range(len(numbers)))          # numbered in order, once each
     lifted = next(r for k, r in _CACHE.items() if k[1] is passthrough.primitive)
-    assert "def fwd(ops, outputs, n, source, eqns):" in lifted.copier.source and "Var(n" in lifted.copier.source
+    assert "def fwd(ops, outputs, n, source, scope, eqns):" in lifted.copier.source and "Var(n" in lifted.copier.source
     _, (gx, gy) = gt(x, y)
     cx, cy = ad.grad(f, argnums=(0, 1), form="closure")(x, y)
     np.testing.assert_allclose(gx, cx, rtol=1e-12)

@@ -27,14 +27,15 @@ def _var(aval) -> Var:
 
 def _eqn(prim, inputs, outputs, params=None, like: Eqn | None = None) -> Eqn:
     return Eqn(prim, tuple(inputs), freeze_params(params or {}), tuple(outputs),
-               like.source if like else None, like.origin if like else Origin(OriginKind.PULLBACK))
+               like.source if like else None, like.origin if like else Origin(OriginKind.PULLBACK),
+               like.scope if like else ())
 
 
 def _rewire(eqns, grads, old, new):
     """Equations and grads reading ``new`` wherever they read ``old``."""
     sub = lambda x: new if x is old else x  # noqa: E731
     return (tuple(e if old not in e.inputs else Eqn(e.prim, tuple(map(sub, e.inputs)), e.params, e.outputs,
-                                                     e.source, e.origin) for e in eqns),
+                                                     e.source, e.origin, e.scope) for e in eqns),
             tuple(map(sub, grads)))
 
 
@@ -90,7 +91,7 @@ def op_swap(t: Target, env):
     for i, e in enumerate(bwd):
         if len(e.inputs) != 2 or len(e.outputs) != 1 or e.inputs[0] is e.inputs[1]:
             continue
-        swapped = Eqn(e.prim, e.inputs[::-1], e.params, e.outputs, e.source, e.origin)
+        swapped = Eqn(e.prim, e.inputs[::-1], e.params, e.outputs, e.source, e.origin, e.scope)
         try:
             with np.errstate(all="ignore"):
                 unchanged = same(env[e.outputs[0]], eval_eqns([swapped], dict(env))[e.outputs[0]])
@@ -114,7 +115,7 @@ def op_transpose(t: Target):
             xt = _var(Aval(tuple(x.aval.shape[a] for a in axes), x.aval.dtype))
             inputs = e.inputs[:k] + (xt,) + e.inputs[k + 1:]
             new = (_eqn(transpose_p, [x], [xt], {"axes": axes}, like=e),
-                   Eqn(e.prim, inputs, e.params, e.outputs, e.source, e.origin))
+                   Eqn(e.prim, inputs, e.params, e.outputs, e.source, e.origin, e.scope))
             yield f"transpose {x!r} in {format_eqn(e)}", bwd[:i] + new + bwd[i + 1:], grads
 
 
@@ -139,7 +140,7 @@ def op_residual(t: Target):
             others = [v for v in pool if v is not x and v.aval == x.aval][:RESIDUAL_CHOICES]
             for other in others:
                 inputs = e.inputs[:k] + (other,) + e.inputs[k + 1:]
-                new = Eqn(e.prim, inputs, e.params, e.outputs, e.source, e.origin)
+                new = Eqn(e.prim, inputs, e.params, e.outputs, e.source, e.origin, e.scope)
                 yield (f"read {other!r} for {x!r} in {format_eqn(e)}",
                        lifted.bwd[:i] + (new,) + lifted.bwd[i + 1:], lifted.grads)
 
