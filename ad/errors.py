@@ -34,40 +34,36 @@ def is_users_file(filename: str) -> bool:
         and not filename.startswith("<__array_function__")
 
 
-def user_frame(ad_frames: int = 1):
-    """The user's innermost frame (outside ``ad``, numpy and scipy), or None.
+def user_site(ad_frames: int = 1) -> tuple:
+    """(the user's innermost frame, outside ``ad``, numpy and scipy, or None; its
+    ``"file.py:12 in fn"``).
 
     ``ad_frames``: how many frames, the caller's and up, are known to be ad's own; the walk
     starts past them. Every recorded equation asks, and each frame the walk looks at costs
-    about 3% of recording one: a frame running the code found last time is taken at once."""
+    about 3% of recording one: a frame running the code found last time is taken at once, and
+    the text is made again only when the line is not the last one asked for (a traced line
+    records several equations, a loop the same lines again)."""
+    global _last_location
     try:
         f = sys._getframe(1 + ad_frames)
     except ValueError:       # called near the top level: no frame that far up
-        return None
-    last = _last_location[0]
-    while f is not None and f.f_code is not last and not is_users_file(f.f_code.co_filename):
-        f = f.f_back
-    return f
-
-
-def location(frame) -> str | None:
-    """``"file.py:12 in fn"`` for a frame; the text is made again only when the line is not
-    the last one asked for (a traced line records several equations, a loop the same lines again)."""
-    global _last_location
-    if frame is None:
-        return None
-    code, line = frame.f_code, frame.f_lineno
+        return None, None
     last = _last_location
+    while f is not None and f.f_code is not last[0] and not is_users_file(f.f_code.co_filename):
+        f = f.f_back
+    if f is None:
+        return None, None
+    code, line = f.f_code, f.f_lineno
     if code is last[0] and line == last[1]:
-        return last[2]
+        return f, last[2]
     text = f"{code.co_filename}:{line} in {code.co_name}"
     _last_location = (code, line, text)      # one tuple, replaced whole: safe across threads
-    return text
+    return f, text
 
 
 def user_location(ad_frames: int = 1) -> str | None:
-    """``"file.py:12 in fn"`` for the user's innermost frame (``user_frame``)."""
-    return location(user_frame(ad_frames + 1))
+    """``"file.py:12 in fn"`` for the user's innermost frame (``user_site``)."""
+    return user_site(ad_frames + 1)[1]
 
 
 _last_location: tuple = (None, None, None)     # (code object, line, its text)

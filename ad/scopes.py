@@ -129,6 +129,7 @@ class CallScopes:
         self.calls: dict = {}                # provisional parent path -> {name: calls so far}
         self.lasting: dict = {}              # (parent path, key) -> path, for generators and blocks
         self.firsts: set = set()             # provisional paths of first calls that got a second
+        self.made: list = []                 # every provisional path, in the order made
 
     def of(self, frame) -> tuple:
         """The (provisional) scope of an equation recorded with ``frame`` the innermost user's."""
@@ -183,6 +184,7 @@ class CallScopes:
             path = parent + (f"{name}#{k}",)
         if lasting:
             self.lasting[(parent, key)] = path
+        self.made.append(path)
         return path
 
     def final(self) -> dict:
@@ -190,11 +192,8 @@ class CallScopes:
         name was called twice)."""
         if not self.firsts:
             return {}
-        renamed = {}
-        for parent, calls in self.calls.items():
-            for name in calls:
-                self._final(parent + (name,), renamed)
-        for path in list(self.lasting.values()):
+        renamed: dict = {}
+        for path in self.made:
             self._final(path, renamed)
         return {k: v for k, v in renamed.items() if k != v}
 

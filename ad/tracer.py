@@ -31,8 +31,9 @@ import numpy as np
 
 from . import dispatch
 from .core_prims import guard_p
-from .errors import ConcretizationError, MutationError, TraceError, location, scipy_escape, user_frame, user_location
+from .errors import ConcretizationError, MutationError, TraceError, scipy_escape, user_location, user_site
 from .origins import Origin, OriginKind
+from . import scopes
 from .scopes import CallScopes
 from .tape import SCALAR_AVALS, Aval, Eqn, Lit, Var, freeze_params
 from .trace_state import ACTIVE, Traced, find_recorder
@@ -170,13 +171,19 @@ class Recorder:
             if gradient and out.dtype.kind in "fc":     # var.aval.is_float, at a fifth of its cost
                 differentiated.add(var)
         source, scope = self.source, self.scope
-        if source is None or scope is None:
+        if source is None:
             # record and its caller (Primitive.bind, or another ad function) are ad's own frames
-            frame = user_frame(ad_frames=2)
-            if source is None:
-                source = location(frame)
+            frame, source = user_site(ad_frames=2)
             if scope is None:
-                scope = self.calls.of(frame) if self.calls is not None and frame is not None else ()
+                calls = self.calls
+                if calls is None or frame is None:
+                    scope = ()
+                else:       # calls.of(frame), its common case inline: the frame of the last equation
+                    last = calls.last
+                    scope = last[2] if frame is last[0] and last[1] == scopes.VERSION else calls.of(frame)
+        elif scope is None:
+            frame = user_site(ad_frames=2)[0]
+            scope = self.calls.of(frame) if self.calls is not None and frame is not None else ()
         frozen = freeze_params(params) if params else ()
         self.eqns.append(Eqn(prim, inputs, frozen, outputs, source, self.origin, scope))
         if stand_ins:
