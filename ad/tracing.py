@@ -68,7 +68,9 @@ def trace_call(f, args: tuple, argnums=None, rec: Recorder | None = None) -> Tap
         out_leaves, out_tree = pytree.flatten(out)
         outputs = tuple(output_operand(rec, x) for x in out_leaves)
     captured = tuple(v for v, _ in rec.captures)
-    return Tape(inputs + captured, tuple(renumbered(rec.eqns, rec.calls)), outputs, in_tree, out_tree,
+    eqns = tuple(renumbered(rec.eqns, rec.calls))
+    rec.calls = None          # it holds frames of the user's calls: not past the trace
+    return Tape(inputs + captured, eqns, outputs, in_tree, out_tree,
                 in_tree.traced_paths + tuple(f"captured {t.variable!r}" for _, t in rec.captures),
                 captures=tuple(t for _, t in rec.captures))
 
