@@ -11,7 +11,7 @@ from .checks import check, check_rule
 from .compiler.backends import compile  # noqa: A001  (backend="numpy" or "fused")
 from .compiler.codegen import Compiled
 from .core_prims import project
-from .errors import (ConcretizationError, MutationError, NonDifferentiableError, TraceError,
+from .errors import (ConcretizationError, MutationError, NonDifferentiableError, PlainArrayWriteError, TraceError,
                      UnsupportedFunctionError)
 from .forward_mode.pushforward import Pushforward, frule
 from .forward_mode.transposition import NotLinearError, transpose
@@ -44,7 +44,7 @@ __all__ = [
     "backpropagate", "frule", "Pushforward", "NoTangent", "ZeroTangent", "Thunk", "thunk", "unthunk",
     # errors
     "TraceError", "ConcretizationError", "UnsupportedFunctionError", "MutationError",
-    "NonDifferentiableError", "NotLinearError",
+    "NonDifferentiableError", "NotLinearError", "PlainArrayWriteError",
 ]
 
 

@@ -7,6 +7,7 @@ and numpy.
 from __future__ import annotations
 
 import contextlib
+import dis
 import functools
 import importlib.util
 import linecache
@@ -190,12 +191,43 @@ def unwrapping_numpy():
         raise
 
 
+# the instructions of ``buf[i] = v`` and (Python 3.12 on) ``buf[a:b] = v``
+_STORES = frozenset(name for name in ("STORE_SUBSCR", "STORE_SLICE") if name in dis.opmap)
+
+
+def storing_into_array(frame) -> bool:
+    """Whether ``frame``, the one that asked a tracer for a plain number or array, is the user's
+    and is running a subscript store: the conversion then comes from the C ``__setitem__`` of the
+    container (numpy's ndarray converts the value it stores), which has no Python frame of its
+    own. ``f_lasti`` is the offset of the instruction running (it stays on the store while the
+    store's C code runs); ``dis`` reads the unspecialised instructions on every Python version."""
+    if frame is None or frame.f_lasti < 0 or not is_users_file(frame.f_code.co_filename):
+        return False
+    return any(i.offset == frame.f_lasti and i.opname in _STORES for i in dis.get_instructions(frame.f_code))
+
+
 class UnsupportedFunctionError(TraceError, NotImplementedError):
     """A numpy function or ufunc method has no rule or decomposition."""
 
 
 class MutationError(TraceError, ValueError):
     """An in-place write that cannot be functionalized (into a plain ndarray, or through a view)."""
+
+
+class PlainArrayWriteError(ConcretizationError, MutationError):
+    """A traced value written into a plain numpy array (``buf[i, j] = t``): numpy would store its
+    number and the gradient would be lost. A ConcretizationError, as the conversion numpy asks for
+    raised before it had a message of its own, and a MutationError: an in-place write that cannot
+    be functionalized. ``value`` describes the traced value (its variable and why it has to stay
+    traced); ``location`` is the line of the write."""
+
+    def __init__(self, value: str, location: str | None = None):
+        super().__init__(
+            f"a traced value ({value}) is being written into a plain numpy array: numpy would store "
+            "its number, and the gradient would be lost. Fix: create the buffer from a traced value, "
+            "np.zeros(shape, like=x) with x any traced array of the function (the buffer is then "
+            "traced and every write into it is recorded), or collect the values in a list and stack "
+            "them: ys.append(v) in the loop, then Y = np.stack(ys).", location)
 
 
 class NonDifferentiableError(TraceError, TypeError):

@@ -26,12 +26,14 @@ from __future__ import annotations
 
 import gc
 import itertools
+import sys
 
 import numpy as np
 
 from . import dispatch
 from .core_prims import guard_p
-from .errors import ConcretizationError, MutationError, TraceError, scipy_escape, user_location, user_site
+from .errors import (ConcretizationError, MutationError, PlainArrayWriteError, TraceError, scipy_escape,
+                     storing_into_array, user_location, user_site)
 from .origins import Origin, OriginKind
 from . import scopes
 from .scopes import CallScopes
@@ -244,7 +246,13 @@ class Tracer(Traced):
         stays what it is now. ``keeps_gradient``: the conversion returns something a gradient
         can flow through (a branch decision, an integer), so differentiated values may take it."""
         var, rec = self.variable, self._rec
-        if var in rec.symbolic:
+        symbolic = var in rec.symbolic
+        if symbolic or not keeps_gradient and var in rec.differentiated:
+            if storing_into_array(_conversion_caller()):     # buf[i] = t, buf a plain ndarray
+                raise PlainArrayWriteError(f"{var!r}:{var.aval}, " + (
+                    "derived from a pullback's cotangent, which has no value while its rule is lifted"
+                    if symbolic else "being differentiated"))
+        if symbolic:
             raise ConcretizationError(
                 f"{what} of {var!r}:{var.aval}, which derives from a pullback's cotangent: while a "
                 "rule is lifted its cotangent has no value, so a pullback cannot branch on it or "
@@ -334,6 +342,21 @@ class Tracer(Traced):
 
     def __getitem__(self, index):
         return dispatch.getitem(self, index)
+
+
+# the frames of the conversions themselves: the frame past them is the one that asked
+_CONVERSIONS = frozenset(getattr(Tracer, name).__code__ for name in (
+    "_concretize", "__array__", "__bool__", "__int__", "__index__", "__float__", "__complex__", "item", "tolist"))
+
+
+def _conversion_caller():
+    """The frame that asked for the conversion under way: the first one past the conversion
+    methods (numpy's C code, which converts the value ``buf[i] = t`` stores, has no frame, so
+    for a store it is the frame running the store)."""
+    f = sys._getframe(1)
+    while f is not None and f.f_code in _CONVERSIONS:
+        f = f.f_back
+    return f
 
 
 def _write_through(root: Tracer, chain, new):

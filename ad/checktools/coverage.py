@@ -79,7 +79,7 @@ MISSING = _by_reason({
     "no handler yet (roots: eigenvalues of the companion matrix; sort_complex: a lexicographic sort)": "roots sort_complex",
     "calls a Python function on concrete slices or elements": "apply_along_axis apply_over_axes piecewise "
                                                              "frompyfunc fromfunction fromiter",
-    "no handler yet; a composition of covered functions is possible": "geomspace i0 insert unwrap polyfit "
+    "no handler yet; a composition of covered functions is possible": "geomspace i0 unwrap polyfit "
                                                                       "poly polyadd polysub polymul polydiv "
                                                                       "polyder polyint",
     "data-dependent output shape": "trim_zeros",

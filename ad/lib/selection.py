@@ -1,7 +1,8 @@
 """Selecting elements by position or value: partition, searchsorted, argwhere, compress, extract,
-choose, delete. The index computations are non-differentiable primitives (argpartition,
+choose, delete, insert. The index computations are non-differentiable primitives (argpartition,
 searchsorted) or constants; the selections are gathers, whose rule sends the gradient to the
-selected elements."""
+selected elements. insert concatenates its values to the array and gathers the result in the order
+numpy's own np.insert gives the positions."""
 from __future__ import annotations
 
 import numpy as np
@@ -93,3 +94,32 @@ def _delete(arr, obj, axis=None):
     arr, axis = _flat_axis(arr, axis)
     keep = np.delete(np.arange(arr.shape[axis]), obj)    # numpy's own rules for obj, on positions
     return np.take(arr, keep, axis=axis)
+
+
+@implements(np.insert)
+def _insert(arr, obj, values, axis=None):
+    if isinstance(obj, Tracer):
+        raise unsupported("np.insert at traced positions", "The positions must be static: Python ints, "
+                          "a slice, or a plain numpy integer array. To place values at positions "
+                          "computed from the data, select with np.where and a mask computed from them.")
+    arr, axis = _flat_axis(arr, axis)
+    n = arr.shape[axis]
+    indices = np.arange(*obj.indices(n)) if isinstance(obj, slice) else np.asarray(obj)
+    if indices.dtype == bool:
+        indices = np.flatnonzero(indices)
+    single = indices.size == 1
+    if single and indices.dtype.kind in "iu" and not -n <= indices.item() <= n:     # numpy's message
+        raise IndexError(f"index {obj} is out of bounds for axis {axis} with size {n}")
+    v = as_array(values)
+    v = v if v.dtype == arr.dtype else v.astype(arr.dtype)
+    if single:      # numpy's rule: values take arr's rank; a scalar position moves their first axis
+        v = np.reshape(v, (1,) * (arr.ndim - v.ndim) + v.shape)
+        v = np.moveaxis(v, 0, axis) if indices.ndim == 0 else v
+    while v.ndim > arr.ndim and v.shape[0] == 1:        # a write drops leading unit axes
+        v = v[0]
+    count = v.shape[axis] if single else indices.size
+    block = np.broadcast_to(v, arr.shape[:axis] + (count,) + arr.shape[axis + 1:])
+    # numpy's own rules for obj (negative, repeated, unsorted, bounds), on positions: entry k of
+    # the result is entry order[k] of arr and the block side by side
+    order = np.insert(np.arange(n), obj, np.arange(n, n + count))
+    return np.take(np.concatenate([arr, block], axis=axis), order, axis=axis)

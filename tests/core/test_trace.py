@@ -137,14 +137,15 @@ def test_writing_into_plain_ndarray_is_loud():
         buf = np.zeros((2, 2))
         buf[0] = x  # mark
         return buf
-    _raises(ad.ConcretizationError, f, np.ones(2), match="writing into a plain ndarray", marker="# mark")
+    _raises(ad.ConcretizationError, f, np.ones(2), match="written into a plain numpy array", marker="# mark")
 
     def f0(x):
         buf = np.zeros(2)
         buf[0] = x[0]  # mark
         return buf
     # a 0-d value too: our error naming the line, not numpy's "setting an array element"
-    _raises(ad.ConcretizationError, f0, np.ones(2), match=r"float\(\)", marker="# mark")
+    # (tests/core/test_plain_buffers.py has the rest)
+    _raises(ad.ConcretizationError, f0, np.ones(2), match="written into a plain numpy array", marker="# mark")
 
     def g(x):
         buf = np.zeros(2)

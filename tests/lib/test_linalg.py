@@ -156,6 +156,8 @@ def test_in_place_writers_rebind_traced_targets():
     (lambda x: np.quantile(x, 0.5, method="hazen"), "hazen"),
     (lambda x: np.sum(np.cov(x, aweights=np.ones(4))), "aweights"),
     (lambda x: np.sum(np.delete(x, np.argmax(x[0]))), "traced positions"),
-], ids=["interp period", "quantile method", "cov weights", "delete traced"])
+    (lambda x: np.sum(np.insert(x, np.argmax(x[0]), 1.0)), "traced positions"),
+    (lambda x: np.sum(np.insert(x, np.argsort(x[0]), x[1], axis=1)), "must be static"),
+], ids=["interp period", "quantile method", "cov weights", "delete traced", "insert traced", "insert traced array"])
 def test_unsupported_arguments_are_named(f, match):
     _raises_at_this_line(UnsupportedFunctionError, f, B, match=match)

@@ -5,7 +5,7 @@ import warnings
 
 import numpy as np
 
-from ad.samples import DISTINCT, F, In
+from ad.samples import DISTINCT, F, In, Y
 from tests.support.specs import spec
 
 APART_FROM_HALF = In(apart=True, avoid=(-0.5, 0.5))     # for thresholds at +-0.5
@@ -99,6 +99,14 @@ NUMERIC = {
                         APART_FROM_HALF),
     "np.choose": spec(lambda x: np.choose(np.array([[0, 1, 2, 0]]), [x[0], x[1], x[2] * 2]), F),
     "np.delete": spec(lambda x: np.delete(x, [0, 2], axis=1) * np.delete(x, 1).sum(), F),
+    # np.insert: a scalar position (values along the axis, numpy's broadcasting), flattened with
+    # repeated and negative positions, a slice and a negative axis, a one-element list (a block of
+    # columns), a traced block into a constant array
+    "np.insert": spec(lambda x, y: np.insert(x, 1, y[:, 0], axis=1) * np.insert(x, -1, y[0], axis=0)[1:].sum(), F, Y),
+    "np.insert flat": spec(lambda x, y: np.insert(x, [0, 5, 5, -1], y[0] * 2), F, Y),
+    "np.insert slice": spec(lambda x: np.insert(x, slice(0, 4, 2), 1.5, axis=-1) * np.insert(x, 3, x[0], -2).sum(), F),
+    "np.insert block": spec(lambda x, y: np.insert(x, [2], y[:, :2], axis=1), F, Y),
+    "np.insert into a constant": spec(lambda y: np.insert(np.ones((3, 4)), np.array([3, 0]), y[:, 1:3], axis=1), Y),
     # values
     "np.isclose": spec(lambda x: x * np.isclose(x, 0.0, atol=0.5) + x * np.allclose(x, x), APART_FROM_HALF),
     "np.imag": spec(lambda x: x + np.imag(x) + np.angle(x) * np.isreal(x) + np.real_if_close(x) * ~np.iscomplex(x),
