@@ -10,6 +10,12 @@ A forward-mode tape (``ad.linearize``) draws its tangent phase in a column of it
 down beside the forward one, each pushforward block a cluster level with the primal equation it
 pushes forward.
 
+Scopes (``Eqn.scope``, the user's calls) are nested clusters inside each column, one level per
+path component: the forward equations of ``layer#1`` in a cluster labelled ``layer#1``, its
+backward equations (its pullback blocks, inside it) in one labelled ``pullback of layer#1``,
+its pushforward blocks in ``pushforward of layer#1``. A scope's name is the user's text: it is
+only ever a label, escaped as labels are; the clusters' ids are numbers.
+
 What the nodes say and their colours are in ``labels``. The same input gives byte-identical
 DOT: everything is emitted in tape order and nothing depends on ``id()`` or set order.
 """
@@ -20,23 +26,30 @@ import networkx as nx
 
 from . import labels as lb
 from .escaping import dot_text, dot_value
-from .grouping import collapse as collapse_graph
+from .grouping import BY, collapse as collapse_graph
 from .graph import (BACKWARD_BLOCK, EQUATION_KINDS, PUSHFORWARD_BLOCK, gc_paused, neighbourhood,
                     resolve_node, to_networkx)
 
 VIEWS = ("joint", "forward", "backward", "tangent")
 CLUSTER_COLOURS = {"forward": "#fcfcfd", "backward": "#fdfbff", "tangent": "#f5feff"}
+SCOPE_LOOKS = {   # phase -> (frame and label colour, fill at odd depth, fill at even depth)
+    "forward": ("#475569", "#f1f5f9", "#fcfcfd"), "backward": ("#6d28d9", "#f3effe", "#fdfbff"),
+    "tangent": ("#0e7490", "#e6fafc", "#f5feff")}
 FONT = "Helvetica,Arial,sans-serif"
 
 
-def to_graphviz(obj, view: str = "joint", *, window=None, collapse: bool = False, current=None,
+def to_graphviz(obj, view: str = "joint", *, window=None, collapse=False, depth: int = 1, current=None,
                 tint=(), values=None, checks=None, legend: bool = True, title: str | None = None,
-                labels: str = "html") -> graphviz.Digraph:
+                labels: str = "html", scopes: bool | None = None) -> graphviz.Digraph:
     """A ``graphviz.Digraph`` of a tape, gradient tape or graph from ``to_networkx``.
 
     view: "joint" (forward left, backward or tangent right), "forward", "backward" or "tangent".
     window: ``(node, k)`` or ``"node:k"``: only the nodes within k steps of a node ("%7").
-    collapse: one node per rule instance, repeated identical instances folded with a count.
+    collapse: True (or "rule") for one node per rule instance, repeated identical instances
+        folded with a count; "source" or "scope" to group as ``tapeviz.collapse(by=...)`` does.
+    depth: the scope depth ``collapse="scope"`` groups at (``tapeviz.collapse``'s ``depth``).
+    scopes: draw the user's calls (``Eqn.scope``) as nested clusters; default: when a drawn node
+        has a scope.
     current: a node to frame as the current step; tint: nodes to tint (an iterable of names,
         or a mapping from name to colour).
     values, checks: attached when ``obj`` is a tape (see ``to_networkx``).
@@ -50,12 +63,12 @@ def to_graphviz(obj, view: str = "joint", *, window=None, collapse: bool = False
     >>> dot.source.splitlines()[0], '"%0" -> "%1"' in dot.source      # x flows into sin
     ('digraph tape {', True)
     """
-    graph, nodes = scene(obj, view, window=window, collapse=collapse, values=values, checks=checks)
+    graph, nodes = scene(obj, view, window=window, collapse=collapse, depth=depth, values=values, checks=checks)
     return draw(graph, nodes, view, current=current, tint=tint, legend=legend, title=title,
-                labels=labels)
+                labels=labels, scopes=scopes)
 
 
-def scene(obj, view: str = "joint", *, window=None, collapse: bool = False, values=None,
+def scene(obj, view: str = "joint", *, window=None, collapse=False, depth: int = 1, values=None,
           checks=None) -> tuple[nx.MultiDiGraph, list[str]]:
     """The graph a drawing reads (collapsed if asked) and the nodes it shows, in tape order."""
     if view not in VIEWS:
@@ -67,18 +80,20 @@ def scene(obj, view: str = "joint", *, window=None, collapse: bool = False, valu
     if view == "tangent" and not graph.graph.get("pushforwards"):
         raise ValueError("this tape has no tangent section to draw; make one with ad.linearize(f, *args) "
                          "(its f_jvp.tape), or draw view='forward'")
-    if collapse:
-        graph = collapse_graph(graph)
+    if collapse is not False and collapse is not None:
+        if collapse is not True and collapse not in BY:
+            raise ValueError(f"collapse={collapse!r}; pass True (by rule) or one of {BY}")
+        graph = collapse_graph(graph, by="rule" if collapse is True else collapse, depth=depth)
     return graph, select(graph, view, window)
 
 
 @gc_paused
 def draw(graph, nodes: list[str], view: str = "joint", *, current=None, tint=(), legend: bool = True,
-         title: str | None = None, labels: str = "html") -> graphviz.Digraph:
+         title: str | None = None, labels: str = "html", scopes: bool | None = None) -> graphviz.Digraph:
     """Draw the given nodes of a (detail or collapsed) graph; see ``to_graphviz``."""
     if labels not in lb.LABELS:
         raise ValueError(f"labels={labels!r}; choose one of {lb.LABELS}")
-    return _Canvas(graph, nodes, view, labels).draw(current=current, tint=tint, legend=legend,
+    return _Canvas(graph, nodes, view, labels, scopes).draw(current=current, tint=tint, legend=legend,
                                                      title=title)
 
 
@@ -125,7 +140,7 @@ class _Canvas:
     as cheap as a small graph. Writes DOT statements itself: the ``graphviz`` package's
     per-statement quoting costs more than the whole model for ten thousand equations."""
 
-    def __init__(self, graph, nodes: list[str], view: str, labels: str):
+    def __init__(self, graph, nodes: list[str], view: str, labels: str, scopes: bool | None = None):
         self.graph = graph
         self.nodes = nodes
         self.view = view
@@ -134,6 +149,8 @@ class _Canvas:
         self.collapsed = graph.graph.get("group_of") is not None
         attrs = graph.nodes
         self.data = {n: attrs[n] for n in nodes}     # the drawn nodes' attributes, looked up once
+        self.scopes = (any(d.get("scope") for d in self.data.values()) if scopes is None else bool(scopes))
+        self.scope_clusters: dict = {}               # (phase, scope) -> its cluster's name
         self.ids: dict = {}                          # model node -> DOT node
         for n, d in self.data.items():
             if d["kind"] == "constant":
@@ -162,7 +179,7 @@ class _Canvas:
             children.setdefault(parent, []).append(name)
         for name in ("cluster_forward", "cluster_tangent", "cluster_backward"):     # forward first: on the left
             if name in self.clusters:
-                self._emit(name, children, body)
+                self._emit(name, children, body, "\t")
         body += self.clusters[None][2]
         body += self.edges                 # at the top level: an edge never pulls a node into a cluster
         body += [f'\t{{rank=same; "{f}"; "{b}";}}\n' for f, b in self._aligned()]
@@ -177,15 +194,15 @@ class _Canvas:
                                 node_attr={"shape": "plain", "fontname": FONT, "fontsize": "10"},
                                 edge_attr={"arrowsize": "0.6", "color": "#6b7280"})
 
-    def _emit(self, top: str, children: dict, body: list):
-        """A top-level cluster and the clusters inside it (one level: the pullback blocks)."""
-        for name, indent in [(top, "\t"), *((child, "\t\t") for child in children.get(top, ()))]:
-            _, attrs, statements = self.clusters[name]
-            body.append(f'{indent}subgraph "{name}" {{\n{indent}\tgraph {_attr_list(attrs)}\n')
-            body.extend(indent + stmt for stmt in statements)
-            if name != top:
-                body.append(f"{indent}}}\n")
-        body.append("\t}\n")
+    def _emit(self, name: str, children: dict, body: list, indent: str):
+        """A cluster, its statements, then the clusters inside it (scopes, nested per path
+        component, and pullback blocks), in the order they were first used."""
+        _, attrs, statements = self.clusters[name]
+        body.append(f'{indent}subgraph "{name}" {{\n{indent}\tgraph {_attr_list(attrs)}\n')
+        body.extend(indent + stmt for stmt in statements)
+        for child in children.get(name, ()):
+            self._emit(child, children, body, indent + "\t")
+        body.append(f"{indent}}}\n")
 
     def _merged_away(self, n: str) -> bool:
         producer = self.data[n].get("producer")
@@ -221,11 +238,14 @@ class _Canvas:
         out = None
         if self.collapsed:
             rows, style = lb.group_rows(d), lb.group_style(d)
-            tooltip = d.get("provenance") or d.get("rule") or d["name"]
+            tooltip = (f"{d['name'] or 'top level'}: {d['provenance']}" if d["kind"] == "scope"
+                       else d.get("provenance") or d.get("rule") or d["name"])
         elif d["kind"] in EQUATION_KINDS:
             out = self.data[self.ids[n]] if self.ids[n] != n else None
             rows, style = lb.equation_rows(d, out), lb.style_of(d if d["kind"] == "guard" else out or d)
-            tooltip = "\n".join(filter(None, [d["provenance"], d["source"], d["source_line"]]))
+            scope = d.get("scope")
+            tooltip = "\n".join(filter(None, [d["provenance"], scope and "in " + "/".join(scope), d["source"],
+                                              d["source_line"]]))
         else:
             producer = g.nodes[d["producer"]] if d.get("producer") else None
             rows, style, tooltip = lb.variable_rows(d, producer), lb.style_of(d), d["name"]
@@ -237,7 +257,7 @@ class _Canvas:
             tooltip = "\n".join([tooltip] + [f"{name}: {message}" for name, message in failures])
         if mark.get("current"):
             self.kinds.add("current")
-        if rows[0].colour:
+        if rows[0].colour and rows[0].role == "head":     # a primitive's colour (a call's is not in the legend)
             self.primitives.add(rows[0].text)
         attrs = lb.node_attrs(rows, style, failed=failed, current=bool(mark.get("current")),
                               tint=mark.get("tint"), labels=self.labels)
@@ -252,34 +272,52 @@ class _Canvas:
         phase = d["phase"]
         if self.view in ("backward", "tangent") and phase == "forward":
             return self.clusters[None][2]    # residuals: beside what reads them, in no cluster
-        if not self.collapsed:
-            if d["kind"] not in EQUATION_KINDS and d.get("producer") in self.ids:
-                d = self.data[d["producer"]]
-            if d["kind"] in EQUATION_KINDS and d["of"] is not None:
-                if phase == "backward" and d["origin"] in BACKWARD_BLOCK:
-                    return self._cluster(f"cluster_pullback_{d['of']}", f"pullback of {d['of']} ({d['rule']})",
-                                         f"cluster_{phase}")
-                if phase == "tangent" and d["origin"] in PUSHFORWARD_BLOCK:
-                    return self._cluster(f"cluster_pushforward_{d['of']}", f"pushforward of {d['of']} ({d['rule']})",
-                                         f"cluster_{phase}")
-                if phase == "forward" and len(self.graph.graph["instances"].get(d["of"], ())) > 1:
-                    return self._cluster(f"cluster_rule_{d['of']}", f"rule {d['rule']} \u2192 {d['of']}",
-                                         f"cluster_{phase}")
-        return self._cluster(f"cluster_{phase}", phase)
+        if not self.collapsed and d["kind"] not in EQUATION_KINDS and d.get("producer") in self.ids:
+            d = self.data[d["producer"]]
+        parent = self._scope_cluster(phase, d.get("scope", ()) if self.scopes else ())
+        if not self.collapsed and d["kind"] in EQUATION_KINDS and d["of"] is not None:
+            if phase == "backward" and d["origin"] in BACKWARD_BLOCK:
+                return self._cluster(f"cluster_pullback_{d['of']}", f"pullback of {d['of']} ({d['rule']})", parent)
+            if phase == "tangent" and d["origin"] in PUSHFORWARD_BLOCK:
+                return self._cluster(f"cluster_pushforward_{d['of']}", f"pushforward of {d['of']} ({d['rule']})",
+                                     parent)
+            if phase == "forward" and len(self.graph.graph["instances"].get(d["of"], ())) > 1:
+                return self._cluster(f"cluster_rule_{d['of']}", f"rule {d['rule']} \u2192 {d['of']}", parent)
+        return self.clusters[parent][2]
 
-    def _cluster(self, name: str, label: str, parent: str | None = None) -> list:
-        """The statements of a cluster, made on first use."""
+    def _top(self, phase: str) -> str:
+        """The column of a phase, made on first use."""
+        name = f"cluster_{phase}"
         if name not in self.clusters:
-            if parent is not None:
-                self._cluster(parent, parent.removeprefix("cluster_"))
-            top = parent is None
-            attrs = {"label": lb.plain(label, self.labels, bold=top),
-                     "style": "rounded" if top else "rounded,dashed",
-                     "color": "#cbd5e1" if top else "#22d3ee" if parent == "cluster_tangent" else "#a78bfa",
-                     "fontsize": "12" if top else "9", "labeljust": "l"}
-            if top:
-                attrs["bgcolor"] = CLUSTER_COLOURS[label]
-            self.clusters[name] = (parent, attrs, [])
+            self.clusters[name] = (None, {"label": lb.plain(phase, self.labels, bold=True), "style": "rounded",
+                                          "color": "#cbd5e1", "fontsize": "12", "labeljust": "l",
+                                          "bgcolor": CLUSTER_COLOURS[phase]}, [])
+        return name
+
+    def _scope_cluster(self, phase: str, scope: tuple) -> str:
+        """The cluster of a scope in a phase's column, inside those of its parents (made on
+        first use, numbered in that order: a name is the user's text, never part of an id)."""
+        if not scope:
+            return self._top(phase)
+        name = self.scope_clusters.get((phase, scope))
+        if name is None:
+            parent = self._scope_cluster(phase, scope[:-1])
+            name = self.scope_clusters[phase, scope] = f"cluster_scope_{phase}_{len(self.scope_clusters)}"
+            label = {"forward": "{}", "backward": "pullback of {}", "tangent": "pushforward of {}"}[phase]
+            look = SCOPE_LOOKS[phase]
+            self.clusters[name] = (parent, {"label": lb.plain(label.format(scope[-1]), self.labels),
+                                            "style": "rounded,filled", "color": look[0],
+                                            "fillcolor": look[2 - len(scope) % 2], "fontcolor": look[0],
+                                            "fontsize": "10", "labeljust": "l"}, [])
+        return name
+
+    def _cluster(self, name: str, label: str, parent: str) -> list:
+        """The statements of a block's cluster inside ``parent``, made on first use."""
+        if name not in self.clusters:
+            tangent = parent == "cluster_tangent" or parent.startswith("cluster_scope_tangent")
+            self.clusters[name] = (parent, {"label": lb.plain(label, self.labels), "style": "rounded,dashed",
+                                            "color": "#22d3ee" if tangent else "#a78bfa", "fontsize": "9",
+                                            "labeljust": "l"}, [])
         return self.clusters[name][2]
 
     # -- edges ---------------------------------------------------------------------------

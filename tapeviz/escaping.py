@@ -65,8 +65,9 @@ def dot_text(text: str) -> str:
     ``graphviz.escape``, which doubles backslashes (``\\N``, ``\\l`` stay text) and marks the
     string as not HTML-like, so a ``<...>`` in it is not read as markup by ``dot_value``.
     Append layout escapes (``\\l``: end a left-aligned line) after escaping, wrapped in
-    ``graphviz.nohtml``."""
-    return graphviz.escape(text)
+    ``graphviz.nohtml``. Graphviz reads entities in plain labels too (``&lt;`` shows ``<``), so
+    an ampersand is written as ``&amp;``."""
+    return graphviz.escape(text.replace("&", "&amp;"))
 
 
 def dot_value(value: str) -> str:

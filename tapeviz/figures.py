@@ -21,20 +21,23 @@ MAX_NODES = 2000
 
 
 def export(tape, path, *, format: str | None = None, view: str = "joint", window=None,
-           collapse: bool = False, values=None, checks=None, current=None, tint=(),
-           title: str | None = None, legend: bool = True, renderer: str = "auto",
-           max_nodes: int = MAX_NODES) -> Path:
+           collapse=False, depth: int = 1, values=None, checks=None, current=None, tint=(),
+           title: str | None = None, legend: bool = True, scopes: bool | None = None,
+           renderer: str = "auto", max_nodes: int = MAX_NODES) -> Path:
     """Write ``tape`` (a tape, gradient tape or graph from ``to_networkx``) to ``path``.
 
     format: taken from the suffix (.dot .gv .svg .png .pdf .txt) unless given.
-    view, window, collapse, values, checks, current, tint, title, legend: as ``to_graphviz``.
+    view, window, collapse, depth, values, checks, current, tint, title, legend, scopes: as
+        ``to_graphviz`` (``collapse="scope"`` folds the user's calls; ``scopes`` draws them as
+        nested clusters, by default when there are any).
     renderer: "auto", "dot" or "wasm" (see ``tapeviz.render``).
     max_nodes: the largest diagram rendered to SVG/PNG/PDF (DOT is always written).
     """
     path = Path(path)
     data = export_bytes(tape, format or format_of(path), view=view, window=window,
-                        collapse=collapse, values=values, checks=checks, current=current, tint=tint,
-                        title=title, legend=legend, renderer=renderer, max_nodes=max_nodes)
+                        collapse=collapse, depth=depth, values=values, checks=checks, current=current,
+                        tint=tint, title=title, legend=legend, scopes=scopes, renderer=renderer,
+                        max_nodes=max_nodes)
     path.write_bytes(data)
     return path
 
@@ -47,9 +50,9 @@ def format_of(path) -> str:
     return SUFFIXES[suffix]
 
 
-def export_bytes(tape, format: str, *, view: str = "joint", window=None, collapse: bool = False,
+def export_bytes(tape, format: str, *, view: str = "joint", window=None, collapse=False, depth: int = 1,
                  values=None, checks=None, current=None, tint=(), title=None, legend=True,
-                 renderer: str = "auto", max_nodes: int = MAX_NODES) -> bytes:
+                 scopes: bool | None = None, renderer: str = "auto", max_nodes: int = MAX_NODES) -> bytes:
     """The file's contents, for writing elsewhere (a response, a notebook cell)."""
     if format not in FORMATS:
         raise ValueError(f"format={format!r}; choose one of {FORMATS}")
@@ -58,7 +61,7 @@ def export_bytes(tape, format: str, *, view: str = "joint", window=None, collaps
             raise ValueError("the text listing has no collapsed form; it scales as it is (or pass "
                              "window='%n:k' to list the equations around %n)")
         return (listing(tape, view=view, window=window) + "\n").encode()
-    graph, nodes = scene(tape, view, window=window, collapse=collapse, values=values, checks=checks)
+    graph, nodes = scene(tape, view, window=window, collapse=collapse, depth=depth, values=values, checks=checks)
     if format != "dot" and len(nodes) > max_nodes:
         raise ValueError(
             f"this {view} diagram has {len(nodes)} nodes; Graphviz lays out more than "
@@ -66,7 +69,7 @@ def export_bytes(tape, format: str, *, view: str = "joint", window=None, collaps
             f"view (collapse=True), or export .dot or .txt; or raise max_nodes.")
     labels = "text" if format != "dot" and choose(renderer) == "wasm" else "html"
     source = draw(graph, nodes, view, current=current, tint=tint, legend=legend, title=title,
-                  labels=labels).source
+                  labels=labels, scopes=scopes).source
     if format == "dot":
         return source.encode()
     return render(source, format, renderer=renderer)

@@ -13,11 +13,13 @@ names too (no ``:``, which DOT reads as a port):
 ``"lit/out.i"`` a literal returned as output ``i``
 ==============  ======================================================================
 
-Every node has ``kind``, ``phase`` ("forward", "backward" or "tangent") and ``order`` (its
-position in the tape, for stable sorting). The tangent phase is forward mode's (``ad.linearize``):
-the equations of the pushforwards (``Origin`` kinds in ``TANGENT_KINDS``) and the tangents they
-compute; a tape's trailing ``tape.meta["n_tangents"]`` inputs are its tangent inputs (and
-``tape.meta["output_names"]``, if given, names its outputs). ``kind`` is one of
+Every node has ``kind``, ``phase`` ("forward", "backward" or "tangent"), ``order`` (its
+position in the tape, for stable sorting) and ``scope`` (``Eqn.scope``: the user's calls it was
+recorded in, outermost first, ``("layer#1",)``; an equation's own, a variable its producer's, a
+literal operand its reader's, an input and a returned literal ``()``). The tangent phase is
+forward mode's (``ad.linearize``): the equations of the pushforwards (``Origin`` kinds in
+``TANGENT_KINDS``) and the tangents they compute; a tape's trailing ``tape.meta["n_tangents"]``
+inputs are its tangent inputs (and ``tape.meta["output_names"]``, if given, names its outputs). ``kind`` is one of
 
 * ``input``: a traced argument; ``parameter``: an input the gradient is taken with respect to;
 * ``constant``: a literal; ``equation``: an equation; ``guard``: a guard equation (an
@@ -132,10 +134,10 @@ def to_networkx(tape: Tape, *, values=None, checks=None) -> nx.DiGraph:
             text = avals[aval] = (str(aval), short_dtype(aval.dtype))
         return text
 
-    def add_var(v: Var, phase: str, producer, label: str = ""):
+    def add_var(v: Var, phase: str, producer, label: str = "", scope: tuple = ()):
         name = repr(v)
         text = aval_text(v.aval)
-        attrs = {"kind": None, "phase": phase, "order": len(nodes), "name": name,
+        attrs = {"kind": None, "phase": phase, "order": len(nodes), "scope": scope, "name": name,
                  "shape": v.aval.shape, "dtype": text[1], "aval": text[0], "label": label,
                  "output": returned.get(v, ""), "residual": False,
                  "cotangent_of": cotangent_of.get(v), "tangent_of": tangent_of.get(v), "producer": producer,
@@ -186,25 +188,26 @@ def to_networkx(tape: Tape, *, values=None, checks=None) -> nx.DiGraph:
                 text = format_literal(x.value)
                 literals.append((pos, text))
                 lid = f"lit/{e.outputs[0]!r}.{pos}"
-                nodes.append((lid, {"kind": "constant", "phase": phase, "order": len(nodes),
+                nodes.append((lid, {"kind": "constant", "phase": phase, "order": len(nodes), "scope": e.scope,
                                     "value": text, "aval": aval_text(x.aval)[0]}))
                 add_edge(lid, eid, "data", pos)
         if e.source not in lines:
             lines[e.source] = source_line(e.source)
         params = _params_text(params_text, e)
         nodes.append((eid, {
-            "kind": "guard" if e.prim.kind == "guard" else "equation", "phase": phase, "order": len(nodes), "index": index,
+            "kind": "guard" if e.prim.kind == "guard" else "equation", "phase": phase, "order": len(nodes),
+            "scope": e.scope, "index": index,
             "primitive": e.prim.name, "params": params, "literals": literals,
             "outputs": [repr(v) for v in e.outputs], "source": e.source,
             "source_line": lines[e.source], "origin": origin.kind, "of": of, "rule": origin.rule,
             "provenance": origin.describe()}))
         for pos, v in enumerate(e.outputs):
-            add_var(v, phase, eid)
+            add_var(v, phase, eid, scope=e.scope)
             add_edge(eid, var_attrs[v]["name"], "result", pos)
 
     for pos, x in enumerate(tape.outputs):
         if type(x) is Lit:
-            nodes.append((f"lit/out.{pos}", {"kind": "constant", "phase": "forward", "order": len(nodes),
+            nodes.append((f"lit/out.{pos}", {"kind": "constant", "phase": "forward", "order": len(nodes), "scope": (),
                                              "value": format_literal(x.value), "aval": str(x.aval),
                                              "output": out_names[pos]}))
     for attrs in var_attrs.values():

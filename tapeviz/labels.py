@@ -82,7 +82,8 @@ def cell_text(text, limit: int | None = MAX_TEXT) -> str:
 
 
 class Row(NamedTuple):
-    role: str             # head, name, note, ct (cotangent), tan (tangent), prov (provenance), out, fail
+    role: str             # head (a primitive), scope (a call's name), name, note, ct (cotangent),
+                          # tan (tangent), prov (provenance), out, fail
     text: str
     extra: str = ""       # head: the params, in small type
     colour: str = ""      # head: the primitive's colour
@@ -142,14 +143,32 @@ def equation_rows(e: dict, out: dict | None) -> list[Row]:
     return rows + (_facts(out, provenance) if out else []) + _failures(e, out)
 
 
+def _scope_head(name: str, rule: str) -> Row:
+    """The header of a call of the user's (``cell#3``): coloured by the function (``cell``), as
+    a primitive is, so every call of one function has one colour; a scope's own lines, with
+    no call of their own, are uncoloured."""
+    return Row("scope", name, "", primitive_colour(rule) if rule else "")
+
+
 def group_rows(d: dict) -> list[Row]:
-    """A node of the collapsed view: a rule instance, a pullback block or a fold."""
+    """A node of the collapsed view: a rule instance, a pullback block, a source or scope node or
+    a fold."""
     kind = d["kind"]
     if kind in KINDS:
         return variable_rows(d)
     if kind == "fold":
-        rows = [_head(d["motif"][0]), Row("name", f"\u00d7{d['count']} {d['rule']}"),
+        rule = d["rule"]
+        if d.get("head"):          # a fold of calls: named by the function, "pullback: " in the backward pass
+            head = _scope_head(d["head"], d["head"])
+            rule = {"backward": "pullback: ", "tangent": "pushforward: "}.get(d["phase"], "") + rule
+        else:
+            head = _head(d["motif"][0])
+        rows = [head, Row("name", f"\u00d7{d['count']} {rule}"),
                 Row("note", f"{d['of'] or ''} \u2026 {d['last'] or ''}, {d['n_eqns']} equations")]
+    elif kind == "scope":
+        rows = ([_scope_head(d["name"], d["rule"])] if d["of"] is not None
+                else [_scope_head(d["name"] or "top level", "")])
+        rows.append(Row("name", d["provenance"]))
     elif kind in ("pullback", "pushforward"):
         rows = [_head(d["rule"]), Row("name", f"{kind} of {d['of']}")]
     elif kind == "rule" and d["of"]:
@@ -190,7 +209,7 @@ def node_attrs(rows: list[Row], style: str, *, failed: bool, current: bool, tint
 
 
 def _html_row(r: Row) -> str:
-    if r.role == "head":
+    if r.role in ("head", "scope"):
         return _html_head(r.text, r.extra, r.colour)
     if r.role == "name":
         return f'<TD ALIGN="LEFT">{cell_text(r.text)}</TD>'

@@ -9,6 +9,11 @@ every run draws the same figure. Python ints stay static (baked into the tape), 
     tapeviz export mymodel:loss --args "{'W': randn(3,4), 'b': zeros(4)}" "randn(8,3)" --out g.svg
     tapeviz export mymodel:loss --example mymodel:example_args --view backward --out g.png
     tapeviz export path/to/file.py:f --args "randn(5)" --window %7:2 --format dot
+    tapeviz export mymodel:loss --example mymodel:example_args --collapse-by scope --depth 2 --out g.svg
+
+The user's calls (``ad.scope``, functions called by the traced one) are drawn as nested clusters
+whenever the tape has any (``--no-scopes`` leaves them out); ``--collapse-by scope`` draws each
+call as one node beside its pullback, a loop's calls folded into one.
 """
 from __future__ import annotations
 
@@ -26,6 +31,7 @@ import ad
 from ..draw import VIEWS
 from ..figures import FORMATS, SUFFIXES, export_bytes
 from ..graph import values_of
+from ..grouping import BY
 from ..renderer import RENDERERS, RenderError
 from . import onnx_import
 
@@ -136,7 +142,15 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--format", choices=FORMATS, help="default: from --out's suffix, else svg")
     ex.add_argument("--out", metavar="FILE", help="default: standard output (text formats)")
     ex.add_argument("--window", metavar="NODE:K", help="only the nodes within K steps of NODE")
-    ex.add_argument("--collapse", action="store_true", help="one node per rule instance")
+    ex.add_argument("--collapse", action="store_true", help="one node per rule instance (--collapse-by rule)")
+    ex.add_argument("--collapse-by", choices=BY, metavar="{" + ",".join(BY) + "}",
+                    help="collapse: one node per rule instance, per run of one source line or ONNX node, "
+                         "or per call of the user's functions (scope), each beside its pullback")
+    ex.add_argument("--depth", type=int, default=1, metavar="K",
+                    help="--collapse-by scope: the depth of the calls drawn as nodes (default 1: the "
+                         "calls the traced function makes)")
+    ex.add_argument("--scopes", action=argparse.BooleanOptionalAction, default=None,
+                    help="draw the user's calls as nested clusters (default: when the tape has any)")
     ex.add_argument("--values", action=argparse.BooleanOptionalAction, default=True,
                     help="summarise every value (runs the tape on the arguments)")
     ex.add_argument("--seed", type=int, default=0, help="seed of randn/rand")
@@ -170,6 +184,13 @@ def _export(args) -> bytes:
     if args.form == "closure" and args.view == "backward":
         raise ValueError("--form closure draws the primal tape, which has no backward section; "
                          "use --form lifted to see the backward pass")
+    if args.collapse and args.collapse_by not in (None, "rule"):
+        raise ValueError(f"--collapse is --collapse-by rule; pass one of them, not --collapse-by {args.collapse_by}")
+    if args.depth < 1:
+        raise ValueError(f"--depth {args.depth}: the depth of the calls drawn, 1 or more")
+    if args.depth != 1 and args.collapse_by != "scope":
+        raise ValueError("--depth is the depth of --collapse-by scope; pass --collapse-by scope too")
+    collapse = args.collapse_by or args.collapse
     f = load(args.function)
     if args.example:
         call_args = load(args.example)()
@@ -185,8 +206,8 @@ def _export(args) -> bytes:
         if args.optimize:
             tape = ad.optimize(tape)
     values = values_of(tape, *call_args) if args.values and fmt != "txt" else None
-    return export_bytes(tape, fmt, view=args.view, window=args.window, collapse=args.collapse,
-                        values=values, title=args.title, renderer=args.renderer)
+    return export_bytes(tape, fmt, view=args.view, window=args.window, collapse=collapse, depth=args.depth,
+                        values=values, title=args.title, scopes=args.scopes, renderer=args.renderer)
 
 
 if __name__ == "__main__":

@@ -85,7 +85,7 @@ def test_layers_of_one_shape_fold_across_nodes():
 
 
 def test_by_is_checked(mlp):
-    with pytest.raises(ValueError, match=r"by='name'; choose one of \('rule', 'source'\)"):
+    with pytest.raises(ValueError, match=r"by='name'; choose one of \('rule', 'source', 'scope'\)"):
         tapeviz.collapse(tapeviz.to_networkx(mlp[1]), by="name")
 
 
@@ -97,7 +97,7 @@ def test_labels_escape_the_node_names(mlp, labels):
     if labels == "html":
         assert "Gemm (enc&lt;0&gt;/fc&amp;&quot;1&quot;\\\\x)" in source
     else:
-        assert 'Gemm (enc<0>/fc&\\"1\\"\\\\x)' in source
+        assert 'Gemm (enc<0>/fc&amp;\\"1\\"\\\\x)' in source
 
 
 @has_dot
