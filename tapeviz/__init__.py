@@ -2,7 +2,8 @@
 
 The model (``to_networkx``) names every node as the text listing does (``%7``, ``eq/%7``);
 queries on it find the forward and backward sections, a pullback block, the residuals, a
-neighbourhood and the collapsed view; ``to_graphviz``/``export``/``render`` draw it. Forward mode's
+neighbourhood and the collapsed view (by rule instance, source or the user's calls, ``Eqn.scope``);
+``to_graphviz``/``export``/``render`` draw it, the user's calls as nested clusters. Forward mode's
 tapes (``ad.linearize``) have a tangent phase and pushforward blocks (``pushforward_block``);
 ``debug_jvp`` steps through them as ``debug`` steps through a gradient.
 ``import tapeviz`` does not import ipywidgets: the debugger's widget (``tapeviz.debugger``) is
@@ -15,6 +16,7 @@ imported by the first ``debug`` call or use of ``TapeDebugger``.
 """
 from .grouping import collapse
 from .draw import scene, to_graphviz
+from .diffing import TapeDiff, diff
 from .figures import export, listing
 from .graph import (Residual, annotate, backward, forward, neighbourhood, pullback_block,
                     pushforward_block, residuals, summarize, to_networkx, values_of)
@@ -29,6 +31,8 @@ __all__ = [
     # drawing and files
     "to_graphviz", "scene", "primitive_colour", "export", "listing", "render",
     "RenderError", "RendererNotFound", "RenderWarning",
+    # two tapes compared
+    "diff", "TapeDiff",
     # the Jupyter debugger
     "debug", "debug_jvp", "TapeDebugger", "JvpDebugger",
 ]

@@ -32,6 +32,7 @@ from ad.tape import Eqn, InvalidTapeError, Tape, Var, eval_tape, validate
 
 from ..graph import (BACKWARD_BLOCK, EQUATION_KINDS, PUSHFORWARD_BLOCK, TANGENT_KINDS, annotate,
                      node_of, phase_of, to_networkx, values_of)
+from .navigation import Breakpoints, Navigation
 
 GRANULARITIES = ("pullback", "primitive")
 
@@ -184,7 +185,8 @@ class DebugModel:
 
     gt: the gradient tape (``ad.grad_tape``), or in forward mode the tape of ``jvp_tape``;
     args: the arguments it was built at. ``values`` holds every variable's value by name,
-    evaluated once (given, in forward mode: ``jvp_tape``'s).
+    evaluated once (given, in forward mode: ``jvp_tape``'s). ``nav`` (``navigation.Navigation``)
+    says where stepping by call, run-to and breakpoints go; ``breakpoints`` holds the targets.
     """
 
     def __init__(self, gt, args, values=None):
@@ -216,6 +218,8 @@ class DebugModel:
         self.alerts: list[Alert] = []
         self.checks_version = 0
         self._residual_table: list[dict] | None = None
+        self.nav = Navigation(self)
+        self.breakpoints = Breakpoints(self.nav.target)
 
     # -- structure -------------------------------------------------------------------------
     def _rows(self) -> tuple[list[Row], list[int]]:

@@ -44,6 +44,7 @@ from .inspector import inspector_html
 from .listing import Listing
 from .markup import static
 from .model import DebugModel, jvp_tape
+from .navigation import describe
 from .residuals import residuals_html
 
 STATIC = Path(__file__).with_name("static")
@@ -64,7 +65,10 @@ class TapeDebugger(anywidget.AnyWidget):
 
     Scripting (each call redraws the view, wherever it is shown):
     stepping ``next()``, ``prev()``, ``first()``, ``last()``, ``step_to(i)``, ``set_granularity(g)``
-    and ``step``, ``n_steps``, ``current``, ``phase_line``, ``granularity``; selection
+    and ``step``, ``n_steps``, ``current``, ``phase_line``, ``granularity``; by call (the user's
+    scopes) ``step_into()``, ``step_over()``, ``step_out()``, ``run_to(target)``, ``breakpoints``
+    and ``cont()``, ``run_to_nonfinite()``, ``run_to_failure()``, and ``scope``, ``outline()``,
+    ``message``; selection
     ``select("%7")``, ``selected``, ``step_to_selection()``; ``show_closure(on)``,
     ``closure_shown`` and ``comparison(name)``; ``run_checks(**options)`` (the report),
     ``report``, ``alerts``, ``jump_to_alert(k)``; ``export(format)`` and ``last_export``;
@@ -92,6 +96,7 @@ class TapeDebugger(anywidget.AnyWidget):
         with np.errstate(all="ignore"):
             self.primal = ad.trace(f, *args)
         self.model = model
+        model.breakpoints.changed = lambda: setattr(self, "_frame", self._frame_now())
         self._legend = legend(model.mode)
         # the rules and the overloads of their pullbacks (ad.backpropagate) as they are now: one
         # swapped later must not change what is shown
@@ -122,6 +127,14 @@ class TapeDebugger(anywidget.AnyWidget):
             "alert": lambda msg: self.jump_to_alert(int(msg["k"])),
             "export": lambda msg: self._offer(self.export(msg["format"])),
             "ahead": lambda msg: self._ahead(msg.get("indices") or ()),
+            "step_into": lambda msg: self.step_into(bool(msg.get("reverse"))),
+            "step_over": lambda msg: self.step_over(bool(msg.get("reverse"))),
+            "step_out": lambda msg: self.step_out(bool(msg.get("reverse"))),
+            "cont": lambda msg: self.cont(bool(msg.get("reverse"))),
+            "nonfinite": lambda msg: self.run_to_nonfinite(bool(msg.get("from_cursor"))),
+            "failure": lambda msg: self.run_to_failure(bool(msg.get("reverse"))),
+            "run_to": lambda msg: self._from_view(self.run_to, msg.get("target")),
+            "breakpoint": lambda msg: self._from_view(self._toggle, msg.get("target"), msg.get("on", True)),
         }
         self.on_msg(self._on_message)
         self._refresh()
@@ -180,6 +193,7 @@ class TapeDebugger(anywidget.AnyWidget):
 
     def step_to(self, i: int) -> None:
         self.model.step_to(i)
+        self._message = ""                     # a move supersedes what the last one said
         self._refresh()
 
     def next(self) -> None:
@@ -202,6 +216,117 @@ class TapeDebugger(anywidget.AnyWidget):
         """"pullback" (a rule instance or pullback block per step) or "primitive" (an equation)."""
         self.model.set_granularity(granularity)
         self._refresh()
+
+    # -- stepping by call, to a target, to a breakpoint (definitions: navigation) ----------
+    @property
+    def scope(self) -> tuple:
+        """The scope path at the cursor: the current step's equations' (``eqn.scope``; their
+        common prefix when they differ), ``()`` at the top level."""
+        return self.model.nav.scope_of()
+
+    def outline(self, fold: int | None = 2) -> dict:
+        """The program's scope tree as plain data: per call its path, name, forward, backward
+        and tangent equation counts, residual bytes, check status ("fail", "warn", "pass", None
+        before ``run_checks``) and children in call order; a name called ``fold`` times or more
+        (``cell#1`` ... ``cell#40``) folded into one group entry whose children are its calls.
+        ``tapeviz.debugger.navigation.Navigation.outline`` documents the shape."""
+        return self.model.nav.outline(fold)
+
+    @property
+    def message(self) -> str:
+        """What the last move said: why it did not go where asked, or what it stopped at."""
+        return self._message
+
+    def _go(self, index: int | None, failed: str = "", done: str = "", end: int | None = None) -> bool:
+        """Move to step ``index`` and redraw (True); None: say ``failed``, moving to ``end``
+        if given (a step over or out that runs off the tape stops at its end), and False."""
+        self._message = done if index is not None else failed
+        to = index if index is not None else end
+        if to is None:
+            self._frame = self._frame_now()
+        else:
+            self.model.step_to(to)
+            self._refresh()
+        return index is not None
+
+    def _edge(self, reverse: bool) -> tuple[str, int]:
+        return (("the start of the tape", 0) if reverse else ("the end of the tape", self.n_steps - 1))
+
+    def step_into(self, reverse: bool = False) -> bool:
+        """To the next step (the previous, with ``reverse``), entering a call when it is in one.
+        False at the end (start) of the tape."""
+        where, _ = self._edge(reverse)
+        return self._go(self.model.nav.step_into(reverse), f"at {where}")
+
+    def step_over(self, reverse: bool = False) -> bool:
+        """To the next step (previous, with ``reverse``) that is not inside a call made from the
+        cursor's frame: each call is run whole, in backward its whole pullback block (fan-in
+        sums in it included), consecutive calls together. With none left, to the end (start)
+        of the tape, and False. Definitions: ``tapeviz.debugger.navigation``."""
+        where, end = self._edge(reverse)
+        return self._go(self.model.nav.step_over(reverse), f"ran to {where}", end=end)
+
+    def step_out(self, reverse: bool = False) -> bool:
+        """To the first step after the cursor's frame (the innermost call whose span contains
+        the step) is left (with ``reverse``, the last step before it was entered); at the top
+        level, to the next (previous) phase's first (last) step. With none, to the end (start)
+        of the tape, and False."""
+        where, end = self._edge(reverse)
+        return self._go(self.model.nav.step_out(reverse), f"ran to {where}", end=end)
+
+    def run_to(self, target) -> None:
+        """To a target: an equation (``"%12"``, as ``select`` names it) or a scope path
+        (``("cell#17",)``, ``"cell#17/sig"``: its first step in the cursor's phase if it has
+        steps there, else its first step). KeyError for an unknown one."""
+        self._go(self.model.nav.run_to(target))
+
+    @property
+    def breakpoints(self):
+        """The breakpoints: a set of targets (``run_to``'s), checked when added; a scope's hits
+        where the call's forward body and where its pullback block begin. ``cont()`` runs to the next."""
+        return self.model.breakpoints
+
+    @breakpoints.setter
+    def breakpoints(self, targets) -> None:
+        checked = [self.model.nav.target(t) for t in targets]      # all or nothing
+        self.model.breakpoints.clear()
+        self.model.breakpoints |= checked
+
+    def cont(self, reverse: bool = False) -> bool:
+        """Run to the next step (the previous, with ``reverse``) where a breakpoint is hit;
+        False, with a ``message``, when none is ahead."""
+        if not self.model.breakpoints:
+            return self._go(None, "no breakpoints: add targets to dbg.breakpoints")
+        hit = self.model.nav.next_hit(self.model.breakpoints, reverse)
+        if hit is None:
+            return self._go(None, f"no breakpoint {'behind' if reverse else 'ahead'}")
+        return self._go(hit[0], done="breakpoint " + ", ".join(describe(t) for t in hit[1]))
+
+    def run_to_nonfinite(self, from_cursor: bool = False) -> bool:
+        """To the first step whose outputs contain NaN or Inf (the first after the cursor's,
+        with ``from_cursor``); False, with a ``message``, when there is none."""
+        j = self.model.nav.nonfinite_step(from_cursor)
+        return self._go(j, f"no NaN or Inf {'after this step' if from_cursor else 'in this tape'}",
+                        done="NaN or Inf in " + ", ".join(self.model.written(self.model.step_list[j]))
+                        if j is not None else "")
+
+    def run_to_failure(self, reverse: bool = False) -> bool:
+        """To the next step (the previous, with ``reverse``) with a failing check on one of its
+        equations (``run_checks`` first); False, with a ``message``, when none is."""
+        if self.model.report is None:
+            return self._go(None, "no checks have run: call run_checks() first")
+        return self._go(self.model.nav.failure_step(reverse),
+                        f"no failing check {'behind' if reverse else 'ahead'}")
+
+    def _toggle(self, target, on=True) -> None:
+        (self.model.breakpoints.add if on else self.model.breakpoints.discard)(target)
+
+    def _from_view(self, action, *args) -> None:
+        """A target typed or clicked in the browser: a bad one is reported, never raised."""
+        try:
+            action(*args)
+        except (KeyError, TypeError) as exc:
+            self._say(str(exc.args[0]))
 
     # -- selection -------------------------------------------------------------------------
     @property
@@ -368,7 +493,8 @@ class TapeDebugger(anywidget.AnyWidget):
                 "step": step_part(m), "selected": m.selected, "sel": sel_part(m, m.selected),
                 "closure": self._closure_on, "message": self._message, "checks": self._checks,
                 "seq": self._seq, "by": self._by, "window": list(self._window or self.listing_view.follow(None)),
-                "context": self._context()}
+                "context": self._context(), "scope": list(m.nav.scope_of()),
+                "breakpoints": [t if isinstance(t, str) else list(t) for t in m.breakpoints]}
 
     def _context(self) -> str:
         """What a step's parts depend on besides the cursor: the view keeps the steps it was
