@@ -116,15 +116,20 @@ class CallScopes:
     """The scopes of one trace, from the frame ``root`` that calls the traced function.
 
     ``stack`` is the chain of the last equation's innermost frame, as (key, path) pairs,
-    outermost first: a key is a frame (a call) or an ``_Opened`` block. Frames of generators and
-    explicit blocks are remembered for the whole trace (they are resumed, or re-entered after
-    calls in between); other calls are alive only while on the stack. Paths are provisional
-    while recording: a name's first call is plain until a second call of it comes, and
-    ``final`` numbers it then."""
+    outermost first: a key is a frame (a call) or an ``_Opened`` block; ``known`` maps the
+    user frames of that chain (the traced function's among them) to (how many entries of
+    ``stack`` are theirs and their ancestors', the path there). A new innermost frame is looked
+    up by walking up to the nearest known frame (a return: none to walk; a call: the new
+    frames alone); the whole stack is walked again only when an explicit scope opened or closed.
+    Frames of generators and explicit blocks are remembered for the whole trace (they are
+    resumed, or re-entered after calls in between); other calls are alive only while on the
+    stack. Paths are provisional while recording: a name's first call is plain until a second
+    call of it comes, and ``final`` numbers it then."""
 
     def __init__(self, root):
         self.root = root
         self.stack: list = []
+        self.known: dict = {}
         self.last = (None, -1, ())           # (innermost frame, VERSION, its scope)
         self.calls: dict = {}                # provisional parent path -> {name: calls so far}
         self.lasting: dict = {}              # (parent path, key) -> path, for generators and blocks
@@ -136,35 +141,76 @@ class CallScopes:
         last = self.last
         if frame is last[0] and last[1] == VERSION:
             return last[2]
-        keys = self._keys(frame)
-        stack = self.stack
-        i, n = 0, min(len(keys), len(stack))
-        while i < n and stack[i][0] is keys[i]:
-            i += 1
-        path = stack[i - 1][1] if i else ()
-        del stack[i:]
-        for key in keys[i:]:
-            path = self._enter(path, key)
-            stack.append((key, path))
+        known = self.known
+        path = None
+        if last[1] == VERSION:
+            new, f = [], frame
+            while f not in known:
+                if f is None or f is self.root:
+                    break
+                new.append(f)
+                f = f.f_back
+            else:
+                path = self._below(known[f], new)
+        if path is None:
+            path = self._rebuild(frame)
         self.last = (frame, VERSION, path)
         return path
 
-    def _keys(self, frame) -> list:
-        frames, f = [], frame
+    def _below(self, at: tuple, new: list) -> tuple:
+        """The path of the frames ``new`` (innermost first), called below a known frame ``at``."""
+        depth, path = at
+        stack, known = self.stack, self.known
+        for key, _ in stack[depth:]:
+            known.pop(key, None)
+        del stack[depth:]
+        for fr in reversed(new):
+            call = _is_call(fr)
+            if call:
+                path = self._enter(path, fr)
+                stack.append((fr, path))
+            opened = OPEN.get(fr)
+            if opened:
+                for block in opened:
+                    path = self._enter(path, block)
+                    stack.append((block, path))
+            if call or opened:
+                known[fr] = (len(stack), path)
+        return path
+
+    def _rebuild(self, frame) -> tuple:
+        """The path of ``frame`` from the whole stack up to the root (the calls already on
+        ``stack`` keep their paths); ``known`` made again."""
+        chain, f = [], frame
         while f is not None and f is not self.root:
-            frames.append(f)
+            chain.append(f)
             f = f.f_back
         if f is None:           # not below the root (a value computed outside the traced call)
-            return []
-        keys, traced = [], True     # the outermost user frame runs the traced function
-        for fr in reversed(frames):
-            if _is_call(fr):
-                if not traced or fr.f_code in NAMED:
-                    keys.append(fr)
-                traced = False
-            if fr in OPEN:
-                keys.extend(OPEN[fr])
-        return keys
+            return ()
+        entries, traced = [], True     # the outermost user frame runs the traced function
+        for fr in reversed(chain):
+            call = _is_call(fr)
+            keys = [fr] if call and (not traced or fr.f_code in NAMED) else []
+            traced = traced and not call
+            keys += OPEN.get(fr, ())
+            if call or keys:
+                entries.append((fr, keys))
+        flat = [k for _, keys in entries for k in keys]
+        stack = self.stack
+        i, n = 0, min(len(flat), len(stack))
+        while i < n and stack[i][0] is flat[i]:
+            i += 1
+        path = stack[i - 1][1] if i else ()
+        del stack[i:]
+        for key in flat[i:]:
+            path = self._enter(path, key)
+            stack.append((key, path))
+        known, depth = self.known, 0
+        known.clear()
+        for fr, keys in entries:
+            depth += len(keys)
+            known[fr] = (depth, stack[depth - 1][1] if depth else ())
+        return path
 
     def _enter(self, parent: tuple, key) -> tuple:
         opened = type(key) is _Opened
@@ -187,6 +233,15 @@ class CallScopes:
         self.made.append(path)
         return path
 
+    def finish(self) -> dict:
+        """``final``, once the trace ended: the frames held (the user's, and the root's, whose
+        locals hold the recorder) are let go first."""
+        self.root, self.last = None, (None, -1, ())
+        self.stack.clear()
+        self.known.clear()
+        self.lasting.clear()
+        return self.final()
+
     def final(self) -> dict:
         """Provisional path -> final path, for the paths a later call renumbered (empty when no
         name was called twice)."""
@@ -208,9 +263,9 @@ class CallScopes:
         return hit
 
 
-def renumbered(eqns: list, calls: CallScopes | None) -> list:
-    """``eqns`` with their provisional scopes made final (the same list when none changed)."""
-    renamed = calls.final() if calls is not None else None
+def renumbered(eqns: list, renamed: dict) -> list:
+    """``eqns`` with their provisional scopes made final (``renamed``: ``CallScopes.finish``);
+    the same list when none changed."""
     if not renamed:
         return eqns
     return [e if e.scope not in renamed else e.with_scope(renamed[e.scope]) for e in eqns]

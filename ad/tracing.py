@@ -63,13 +63,16 @@ def trace_call(f, args: tuple, argnums=None, rec: Recorder | None = None) -> Tap
             x.variable for i, (x, t) in enumerate(zip(leaves, in_tree.traced))
             if t and x.aval.is_float and (differentiated is None or i in differentiated))
         rec.calls = CallScopes(sys._getframe())      # scopes: the calls below this frame's call of f
-        with unwrapping_numpy():
-            out = f(*pytree.unflatten(in_tree.structure, leaves))
+        try:
+            with unwrapping_numpy():
+                out = f(*pytree.unflatten(in_tree.structure, leaves))
+        finally:
+            renamed = rec.calls.finish()      # it held the user's frames: not past the call
+            rec.calls = None
         out_leaves, out_tree = pytree.flatten(out)
         outputs = tuple(output_operand(rec, x) for x in out_leaves)
     captured = tuple(v for v, _ in rec.captures)
-    eqns = tuple(renumbered(rec.eqns, rec.calls))
-    rec.calls = None          # it holds frames of the user's calls: not past the trace
+    eqns = tuple(renumbered(rec.eqns, renamed))
     return Tape(inputs + captured, eqns, outputs, in_tree, out_tree,
                 in_tree.traced_paths + tuple(f"captured {t.variable!r}" for _, t in rec.captures),
                 captures=tuple(t for _, t in rec.captures))
