@@ -19,6 +19,7 @@ import sys
 from dataclasses import dataclass, field
 
 from .errors import is_users_file
+from .trace_state import ACTIVE
 
 _TRANSPARENT = frozenset({"<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>"})
 _LASTING = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
@@ -63,25 +64,31 @@ class scope:  # noqa: N801  (used like a function: ``with ad.scope("encoder")``)
         return _mark(fn, self.name)
 
     def __enter__(self):
-        global VERSION
         frame = sys._getframe(1)
         opened = _Opened(self.name)
         OPEN.setdefault(frame, []).append(opened)
         self._entered.append((frame, opened))
-        VERSION += 1
+        _changed()
         return self
 
     def __exit__(self, *exc):
-        global VERSION
         frame, opened = self._entered.pop()
         entries = OPEN[frame]
         entries.remove(opened)
         if not entries:
             del OPEN[frame]
-        VERSION += 1
+        _changed()
 
     def __repr__(self) -> str:
         return f"ad.scope({self.name!r})"
+
+
+def _changed():
+    """An explicit scope opened or closed: the active traces look their scope up again."""
+    global VERSION
+    VERSION += 1
+    for rec in ACTIVE:
+        rec.scope_changed()
 
 
 def _mark(fn, name: str):
@@ -130,20 +137,18 @@ class CallScopes:
         self.root = root
         self.stack: list = []
         self.known: dict = {}
-        self.last = (None, -1, ())           # (innermost frame, VERSION, its scope)
+        self.version = -1                    # VERSION when ``known`` was made
         self.calls: dict = {}                # provisional parent path -> {name: calls so far}
         self.lasting: dict = {}              # (parent path, key) -> path, for generators and blocks
         self.firsts: set = set()             # provisional paths of first calls that got a second
         self.made: list = []                 # every provisional path, in the order made
 
     def of(self, frame) -> tuple:
-        """The (provisional) scope of an equation recorded with ``frame`` the innermost user's."""
-        last = self.last
-        if frame is last[0] and last[1] == VERSION:
-            return last[2]
+        """The (provisional) scope of an equation recorded with ``frame`` the innermost user's
+        (the recorder asks when that frame is not the last equation's)."""
         known = self.known
         path = None
-        if last[1] == VERSION:
+        if self.version == VERSION:
             new, f = [], frame
             while f not in known:
                 if f is None or f is self.root:
@@ -154,7 +159,7 @@ class CallScopes:
                 path = self._below(known[f], new)
         if path is None:
             path = self._rebuild(frame)
-        self.last = (frame, VERSION, path)
+            self.version = VERSION
         return path
 
     def _below(self, at: tuple, new: list) -> tuple:
@@ -236,7 +241,7 @@ class CallScopes:
     def finish(self) -> dict:
         """``final``, once the trace ended: the frames held (the user's, and the root's, whose
         locals hold the recorder) are let go first."""
-        self.root, self.last = None, (None, -1, ())
+        self.root = None
         self.stack.clear()
         self.known.clear()
         self.lasting.clear()

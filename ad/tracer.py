@@ -35,7 +35,6 @@ from .core_prims import guard_p
 from .errors import (ConcretizationError, MutationError, PlainArrayWriteError, TraceError, scipy_escape,
                      storing_into_array, user_location, user_site)
 from .origins import Origin, OriginKind
-from . import scopes
 from .scopes import CallScopes
 from .tape import SCALAR_AVALS, Aval, Eqn, Lit, Var, freeze_params
 from .trace_state import ACTIVE, Traced, find_recorder
@@ -44,9 +43,10 @@ from .trace_state import ACTIVE, Traced, find_recorder
 class Recorder:
     """Collects equations for one trace; computes every value eagerly so shapes are known.
 
-    ``source``, ``origin`` and ``scope`` stamp the equations recorded next; by default the
-    source is the user's line found on the stack and the scope the user's calls below the traced
-    function (``calls``, an ``ad.scopes.CallScopes``; none: scope ``()``). ``differentiated`` holds the variables that carry a gradient
+    ``source``, ``origin`` and ``scope`` stamp the equations recorded next; a source of None
+    is the user's line found on the stack, a scope of None the user's calls below the traced
+    function (``follow_calls``: ``calls``, an ``ad.scopes.CallScopes``). ``differentiated``
+    holds the variables that carry a gradient
     (concretizing them would lose it), ``symbolic`` those whose trace-time value is a stand-in
     (a pullback's cotangent while a rule is lifted: they may not be concretized at all);
     both propagate through the equations recorded. ``captures`` lists the values of enclosing
@@ -59,8 +59,9 @@ class Recorder:
         self.level = len(ACTIVE)
         self.active = False
         self.source: str | None = None
-        self.scope: tuple | None = None
+        self.scope: tuple | None = ()
         self.calls: CallScopes | None = None
+        self._frame = self._scope = None      # the last equation's innermost user frame, its scope
         self.origin = Origin(OriginKind.PRIMAL)
         self._consts: dict[int, tuple[object, Lit]] = {}
         self.differentiated: set[Var] = set()
@@ -83,6 +84,26 @@ class Recorder:
         self.active = False
         if self._gc_was_enabled:
             gc.enable()
+
+    def follow_calls(self, root) -> None:
+        """Scope what is recorded next by the user's calls below the frame ``root`` (``trace_call``)."""
+        self.calls, self.scope = CallScopes(root), None
+        self.scope_changed()
+
+    def stop_following(self) -> dict:
+        """The end of ``follow_calls``: the renumbering of its scopes (``CallScopes.finish``)."""
+        renamed = self.calls.finish()
+        self.calls, self.scope = None, ()
+        self.scope_changed()
+        return renamed
+
+    def scope_changed(self) -> None:
+        self._frame = self._scope = None
+
+    def _scope_of(self, frame) -> tuple:
+        scope = self.calls.of(frame) if frame is not None else ()
+        self._frame, self._scope = frame, scope
+        return scope
 
     def new_var(self, aval: Aval) -> Var:
         return Var(next(self.counter), aval)
@@ -173,19 +194,14 @@ class Recorder:
             if gradient and out.dtype.kind in "fc":     # var.aval.is_float, at a fifth of its cost
                 differentiated.add(var)
         source, scope = self.source, self.scope
-        if source is None:
+        if scope is None:       # the user's calls (trace_call): looked up when the frame changes
             # record and its caller (Primitive.bind, or another ad function) are ad's own frames
-            frame, source = user_site(ad_frames=2)
-            if scope is None:
-                calls = self.calls
-                if calls is None or frame is None:
-                    scope = ()
-                else:       # calls.of(frame), its common case inline: the frame of the last equation
-                    last = calls.last
-                    scope = last[2] if frame is last[0] and last[1] == scopes.VERSION else calls.of(frame)
-        elif scope is None:
-            frame = user_site(ad_frames=2)[0]
-            scope = self.calls.of(frame) if self.calls is not None and frame is not None else ()
+            frame, where = user_site(ad_frames=2)
+            if source is None:
+                source = where
+            scope = self._scope if frame is self._frame else self._scope_of(frame)
+        elif source is None:
+            source = user_location(ad_frames=2)
         frozen = freeze_params(params) if params else ()
         self.eqns.append(Eqn(prim, inputs, frozen, outputs, source, self.origin, scope))
         if stand_ins:

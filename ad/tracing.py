@@ -14,7 +14,7 @@ import numpy as np
 
 from . import pytree
 from .errors import unwrapping_numpy
-from .scopes import CallScopes, renumbered
+from .scopes import renumbered
 from .tape import Lit, Tape, gc_paused
 from .tracer import Recorder, Tracer
 
@@ -62,13 +62,12 @@ def trace_call(f, args: tuple, argnums=None, rec: Recorder | None = None) -> Tap
         rec.differentiated.update(
             x.variable for i, (x, t) in enumerate(zip(leaves, in_tree.traced))
             if t and x.aval.is_float and (differentiated is None or i in differentiated))
-        rec.calls = CallScopes(sys._getframe())      # scopes: the calls below this frame's call of f
+        rec.follow_calls(sys._getframe())      # scopes: the calls below this frame's call of f
         try:
             with unwrapping_numpy():
                 out = f(*pytree.unflatten(in_tree.structure, leaves))
         finally:
-            renamed = rec.calls.finish()      # it held the user's frames: not past the call
-            rec.calls = None
+            renamed = rec.stop_following()     # the user's frames are let go
         out_leaves, out_tree = pytree.flatten(out)
         outputs = tuple(output_operand(rec, x) for x in out_leaves)
     captured = tuple(v for v, _ in rec.captures)
