@@ -97,6 +97,7 @@ def _mark(fn, name: str):
         raise TypeError(f"@ad.scope decorates Python functions; {fn!r} has no code of its own "
                         "(wrap the call in `with ad.scope(name):` instead)")
     NAMED[code] = name
+    _CODES.pop(code, None)
     return fn
 
 
@@ -114,9 +115,17 @@ def call_name(code, named: bool = True) -> str:
     return name
 
 
-def _is_call(frame) -> bool:
-    code = frame.f_code
-    return is_users_file(code.co_filename) and code.co_name not in _TRANSPARENT
+_CODES: dict = {}       # code object -> (whether its frames are calls of the user's, scope name, lasting)
+
+
+def code_info(code) -> tuple:
+    """(whether a frame running ``code`` is a call of the user's, its scope name, whether the
+    call lasts past its first return: a generator's or a coroutine's), once per code object."""
+    info = _CODES.get(code)
+    if info is None:
+        call = is_users_file(code.co_filename) and code.co_name not in _TRANSPARENT
+        info = _CODES[code] = (call, call_name(code), bool(code.co_flags & _LASTING))
+    return info
 
 
 class CallScopes:
@@ -147,7 +156,6 @@ class CallScopes:
         """The (provisional) scope of an equation recorded with ``frame`` the innermost user's
         (the recorder asks when that frame is not the last equation's)."""
         known = self.known
-        path = None
         if self.version == VERSION:
             new, f = [], frame
             while f not in known:
@@ -156,28 +164,29 @@ class CallScopes:
                 new.append(f)
                 f = f.f_back
             else:
-                path = self._below(known[f], new)
-        if path is None:
-            path = self._rebuild(frame)
-            self.version = VERSION
+                depth, path = known[f]
+                stack = self.stack
+                if len(stack) > depth:          # the calls it returned from
+                    for key, _ in stack[depth:]:
+                        known.pop(key, None)
+                    del stack[depth:]
+                return self._below(path, new) if new else path
+        path = self._rebuild(frame)
+        self.version = VERSION
         return path
 
-    def _below(self, at: tuple, new: list) -> tuple:
-        """The path of the frames ``new`` (innermost first), called below a known frame ``at``."""
-        depth, path = at
+    def _below(self, path: tuple, new: list) -> tuple:
+        """The path of the frames ``new`` (innermost first), called below the end of ``stack``."""
         stack, known = self.stack, self.known
-        for key, _ in stack[depth:]:
-            known.pop(key, None)
-        del stack[depth:]
         for fr in reversed(new):
-            call = _is_call(fr)
+            call, name, lasting = code_info(fr.f_code)
             if call:
-                path = self._enter(path, fr)
+                path = self._enter(path, fr, name, lasting)
                 stack.append((fr, path))
             opened = OPEN.get(fr)
             if opened:
                 for block in opened:
-                    path = self._enter(path, block)
+                    path = self._enter(path, block, block.name, True)
                     stack.append((block, path))
             if call or opened:
                 known[fr] = (len(stack), path)
@@ -194,7 +203,7 @@ class CallScopes:
             return ()
         entries, traced = [], True     # the outermost user frame runs the traced function
         for fr in reversed(chain):
-            call = _is_call(fr)
+            call = code_info(fr.f_code)[0]
             keys = [fr] if call and (not traced or fr.f_code in NAMED) else []
             traced = traced and not call
             keys += OPEN.get(fr, ())
@@ -208,7 +217,10 @@ class CallScopes:
         path = stack[i - 1][1] if i else ()
         del stack[i:]
         for key in flat[i:]:
-            path = self._enter(path, key)
+            if type(key) is _Opened:
+                path = self._enter(path, key, key.name, True)
+            else:
+                path = self._enter(path, key, *code_info(key.f_code)[1:])
             stack.append((key, path))
         known, depth = self.known, 0
         known.clear()
@@ -217,14 +229,13 @@ class CallScopes:
             known[fr] = (depth, stack[depth - 1][1] if depth else ())
         return path
 
-    def _enter(self, parent: tuple, key) -> tuple:
-        opened = type(key) is _Opened
-        lasting = opened or key.f_code.co_flags & _LASTING
+    def _enter(self, parent: tuple, key, name: str, lasting: bool) -> tuple:
+        """The path of a call ``key`` (a frame or a block) of ``name`` made in ``parent``: a new
+        one, numbered, but a lasting call's own again."""
         if lasting:
             hit = self.lasting.get((parent, key))
             if hit is not None:
                 return hit
-        name = key.name if opened else call_name(key.f_code)
         calls = self.calls.setdefault(parent, {})
         k = calls[name] = calls.get(name, 0) + 1
         if k == 1:
