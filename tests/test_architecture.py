@@ -187,9 +187,9 @@ def test_ad_imports_without_the_drawing_and_widget_stack():
 
 # The tape's objects are immutable by convention, not frozen dataclasses (ad/tape.py says why):
 # no code assigns to their fields. A few other classes have fields of the same names; their
-# receivers are named here (a Recorder's source and origin stamp what it records next).
+# receivers are named here (a Recorder's source, origin and scope stamp what it records next).
 TAPE_CLASSES = ("Var", "Lit", "Eqn", "Origin")
-OTHER_RECEIVERS = {("rec", "source"), ("rec", "origin"), ("prim", "rule"), ("v", "source")}
+OTHER_RECEIVERS = {("rec", "source"), ("rec", "origin"), ("rec", "scope"), ("prim", "rule"), ("v", "source")}
 
 
 def _field_writes(tree: ast.Module, fields: set) -> list[tuple[int, str]]:

@@ -5,8 +5,11 @@ function; how a line spells an equation, an operand or a constant is ``ad.compil
 which the fused backend's driver shares.
 
 A short tape (at most ``LONG`` equations: the ones people read line by line, in the docs and
-notebooks) is one line per equation, ``v7`` for ``%7``, a comment with the provenance. A long
-one is written as a person writes a long gradient, one line per step of the loop::
+notebooks) is one line per equation, ``v7`` for ``%7``, a comment with the provenance. Where
+the scope (``Eqn.scope``: the user's calls) changes, a comment line names the new one, ``# in
+layer#2`` (``# top level`` back in the traced function; a line holding several equations is in
+the scope they share). A long one is written as a person writes a long gradient, one line per
+step of the loop::
 
     r1 = np.tanh(r0 * c_0_5)  # %3
     r151 = r151 * c_0_5 * (1 - r1 * r1)  # %900: pullback of %4 (multiply), %3 (tanh)
@@ -41,9 +44,10 @@ from .. import pytree
 from ..errors import GuardError
 from ..gradtape import GradTape
 from ..origins import OriginKind
+from ..scopes import common_prefix
 from ..tape import Tape, Var, gc_paused
 from .emit import (REGISTER, SCALAR_DTYPES, Namespace, comment, eqn_source, guard_source,
-                   operand_source, value_source, written)
+                   operand_source, scope_note, value_source, written)
 from .reroll import reroll
 
 
@@ -156,6 +160,11 @@ def generate(tape: Tape, name: str = "f", scalar: bool = False) -> tuple[str, di
     n_forward = tape.n_forward if grad else len(eqns)
     exprs: dict[Var, tuple[str, int]] = {}       # the sources written into a later line
     origins: dict[int, list] = {}                # line -> the backward origins written into it
+    rolled = ns.compact and not scalar           # then the scope notes go to reroll, apart
+    notes: dict[int, str] = {}                   # (rolled) line of lines[1:] -> its scope's note
+    scopes: dict[int, tuple] = {}                # line -> the scope its written-in equations share
+    top = note = scope_note(())
+    scope_now, scoped = (), False                # the scope of the last line; was any other's?
     spellings = ns.spellings
     if n_forward:
         lines.append("    # forward")
@@ -172,7 +181,20 @@ def generate(tape: Tape, name: str = "f", scalar: bool = False) -> tuple[str, di
                     origins[at] = [origin]
                 elif seen[-1] is not origin:
                     seen.append(origin)
+            shared = scopes.get(at)
+            scopes[at] = e.scope if shared is None else common_prefix(shared, e.scope)
             continue
+        scope = e.scope
+        if scopes:
+            shared = scopes.pop(i, None)
+            if shared is not None:
+                scope = common_prefix(shared, scope)
+        if scope != scope_now:
+            scope_now, note, scoped = scope, scope_note(scope), True
+            if not rolled:
+                lines.append(note)
+        if rolled:
+            notes[len(lines) - 1] = note
         outs = e.outputs
         if len(outs) == 1:
             lhs = (names[outs[0]] if reuse else f"v{outs[0].n}") + ("," if e.prim.multiple_results else "")
@@ -198,8 +220,9 @@ def generate(tape: Tape, name: str = "f", scalar: bool = False) -> tuple[str, di
     lines.append(f"    return ({outs}{',' if len(tape.outputs) == 1 else ''})")
     # registers and the comments' %N are holes (ad.compiler.emit): a long tape's numpy code is
     # rolled from them, and every text is written as a reader sees it
-    if ns.compact and not scalar:
-        return f"{lines[0]}\n{reroll(lines[1:], ns.globals)}\n", ns.globals
+    if rolled:
+        per_line = [notes.get(k) for k in range(len(lines) - 1)] if scoped else None
+        return f"{lines[0]}\n{reroll(lines[1:], ns.globals, per_line, top)}\n", ns.globals
     return written("\n".join(lines)) + "\n", ns.globals
 
 

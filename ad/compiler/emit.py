@@ -10,7 +10,8 @@ primitive, an operand and a constant the same way, and one change of spelling re
   primitive: its f-string, its precedence, what an operand written into it needs;
   ``eqn_source``: an equation's right-hand side from it; ``guard_source``: a guard's check.
 - ``comment``: a line's comment, the tape variables it computes and the origins of its
-  equations, the link from the code to the tape's listing.
+  equations, the link from the code to the tape's listing; ``scope_note``: the comment line
+  heading a run of lines of one scope (``# in cell#3/sig``).
 - holes (``REGISTER``, ``MARK``): the numbers a rolled loop steps, a register's (``r12``) and
   a tape variable's in a comment (``%12``), written as a hole character and the number, so that
   ``reroll`` finds and writes loops from the holes alone, whatever the code and the comments
@@ -403,6 +404,18 @@ def _described(origins) -> str:
             parts.append(o.describe().replace(f"%{o.of.n}", f"{MARK}{o.of.n}", 1))
         before = o
     return "; ".join(parts)
+
+
+def scope_note(scope: tuple) -> str:
+    """The comment line (indented, as it reads) before the first line of a run of lines in one
+    scope (``Eqn.scope``): ``# in cell#3/sig``, ``# top level`` for the traced function's own
+    lines. A name that holds a character a comment cannot (a newline) is written escaped."""
+    if not scope:
+        return "    # top level"
+    text = "/".join(scope)
+    if not text.isprintable():
+        text = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+    return f"    # in {text}"
 
 
 # -- holes: the numbers a rolled loop steps ---------------------------------------------------

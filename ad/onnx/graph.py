@@ -6,6 +6,11 @@ keyed by the primitive object), which adds nodes through ``Graph.op`` and return
 names of the equation's outputs (every node documents the equation it comes from). Those
 values are declared with their tape avals, so ``onnx.checker``'s shape inference re-checks
 every lowering against the tape.
+
+A node is named by the scope of its equation (``Eqn.scope``) as a path, as PyTorch's exporter
+names nodes by module: ``/layer#1/MatMul``, ``/Mul`` for the traced function's own lines, and
+``_1``, ``_2``... after a name already taken (``node_name``); ``ad.from_onnx`` reads the path
+back as the scope.
 """
 from __future__ import annotations
 
@@ -36,6 +41,12 @@ def onnx_type(dtype) -> int:
         raise LoweringError(f"dtype {dtype} has no ONNX tensor type") from None
 
 
+def scope_path(scope: tuple) -> str:
+    """A scope as the path of a node name, ``/cell#3/sig/``: a ``/`` in a name is written
+    ``%2F`` (and ``%`` is ``%25``), so that the path's segments are the scope's names."""
+    return "/" + "".join(s.replace("%", "%25").replace("/", "%2F") + "/" for s in scope)
+
+
 class Graph:
     """The graph under construction. ``op`` adds a node; ``x`` gives an operand's value name,
     cast to a dtype when asked; ``const`` adds an initializer; ``reshape`` and ``cast``
@@ -49,11 +60,27 @@ class Graph:
         self.declared: set = set()     # names with a type already (inputs, initializers, infos)
         self._counter = 0
         self._cache: dict = {}
+        self._node_names: dict = {}    # a node name -> how many nodes were given it
         self.eqn = None                # the equation being lowered (names and documents nodes)
 
     def fresh(self, hint: str = "t") -> str:
         self._counter += 1
         return f"{hint}_{self._counter}"
+
+    def node_name(self, op_type: str) -> str:
+        """The name of a new node of the equation being lowered: its scope's path and the op,
+        ``/layer#1/MatMul``, then ``/layer#1/MatMul_1``... for the next ones (names are unique)."""
+        base = scope_path(self.eqn.scope if self.eqn is not None else ()) + op_type
+        names = self._node_names
+        k = names.get(base, 0)
+        name = base if k == 0 else f"{base}_{k}"
+        while name in names:               # (a base that is another's suffixed name: never made)
+            k += 1
+            name = f"{base}_{k}"
+        names[base] = k + 1
+        if name != base:
+            names[name] = 1
+        return name
 
     def op(self, op_type: str, *inputs: str, n_out: int = 1, **attrs):
         """Add a node; returns its output name (a list when ``n_out > 1``)."""
@@ -63,7 +90,7 @@ class Graph:
             e = self.eqn
             doc = str(e) + (f"    # {e.origin.describe()}" if e.origin.kind is not OriginKind.PRIMAL else "") + \
                 (f"  at {e.source}" if e.source else "")
-        self.nodes.append(helper.make_node(op_type, list(inputs), outs, name=self.fresh(op_type),
+        self.nodes.append(helper.make_node(op_type, list(inputs), outs, name=self.node_name(op_type),
                                            doc_string=doc, **attrs))
         return outs[0] if n_out == 1 else outs
 

@@ -4,6 +4,10 @@ for tapes and gradient tapes, with their variables, provenance and argument pytr
 Decoding reads every variable definition first (a primal origin names its rule's output, which
 is defined later), then the equations in order, checking each against its primitive
 (``schema``); the finished tape goes through ``ad.validate`` and, by default, the shape check.
+
+Scopes (``Eqn.scope``, version 2 on) are a table of the distinct scopes in the document, each
+equation naming its entry by index (``"scope": 3``; none for ``()``): a loop's 10,000 equations
+in 40 scopes write each scope once. Files of version 1 (no scopes) load with every scope ``()``.
 """
 from __future__ import annotations
 
@@ -20,7 +24,8 @@ from .codec import (NotSerializableError, TapeFormatError, dec, dec_aval, dec_li
 from .schema import check_avals, check_params, primitive
 
 FORMAT = "tapeviz.tape"
-VERSION = 1
+VERSION = 2                 # the version ``save`` writes
+READS = (1, 2)              # the versions ``load`` reads (1: no scopes)
 
 LIMITS = {               # defaults of ``load``'s size limits (each a keyword of ``load``)
     "max_bytes": 64 << 20,
@@ -32,6 +37,8 @@ LIMITS = {               # defaults of ``load``'s size limits (each a keyword of
 
 _TOP = {"format", "version", "type", "inputs", "input_names", "literals", "eqns", "outputs",
         "free_vars", "in_tree", "out_tree"}
+_TOP_SINCE = {2: {"scopes"}}                    # version -> the top-level keys it added
+_EQN_OPTIONAL = {1: {"params", "source", "origin"}, 2: {"params", "source", "origin", "scope"}}
 _GRAD = {"n_forward", "n_values", "n_seeds", "grad_tree", "grad_slots"}
 
 
@@ -165,6 +172,7 @@ def to_json(tape: Tape) -> dict:
             free[o.of.n] = enc_aval(o.of.aval, "origin")
         return [o.kind, None if o.of is None else o.of.n, o.rule]
 
+    scopes: dict = {}           # scope -> its index in the table
     eqns = []
     for i, e in enumerate(tape.eqns):
         where = f"equation {i} ({e.prim.name})"
@@ -176,10 +184,17 @@ def to_json(tape: Tape) -> dict:
             item["source"] = e.source
         if e.origin != Origin(OriginKind.PRIMAL):
             item["origin"] = origin(e.origin)
+        if e.scope:
+            k = scopes.get(e.scope) if type(e.scope) is tuple else None
+            if k is None:
+                _check_scope(e.scope, where)
+                k = scopes[e.scope] = len(scopes)
+            item["scope"] = k
         eqns.append(item)
     out = {"format": FORMAT, "version": VERSION, "type": type(tape).__name__,
            "inputs": [[v.n, enc_aval(v.aval, "inputs")] for v in tape.inputs],
-           "input_names": list(tape.input_names), "literals": table, "eqns": eqns,
+           "input_names": list(tape.input_names), "literals": table,
+           "scopes": [list(sc) for sc in scopes], "eqns": eqns,
            "outputs": [operand(x, "outputs") for x in tape.outputs],
            "free_vars": [[n, a] for n, a in sorted(free.items())],
            "in_tree": None if tape.in_tree is None else _enc_in_tree(tape.in_tree),
@@ -193,13 +208,36 @@ def to_json(tape: Tape) -> dict:
     return out
 
 
+def _check_scope(scope, where: str) -> None:
+    """A scope is saved if it is what loading accepts: a tuple of non-empty strings."""
+    if type(scope) is not tuple or not all(type(s) is str and s for s in scope):
+        raise NotSerializableError(f"{where}: its scope {scope!r:.80} is not a tuple of non-empty strings")
+
+
 # -- JSON -> tape -----------------------------------------------------------------------------------
+
+def _dec_scopes(obj, eqn_objs: list) -> list:
+    """The scope table: each entry a non-empty list of non-empty strings, made a tuple (one tuple
+    per entry, shared by its equations). A bad entry is named with the first equation using it."""
+    table = expect_list(obj, "scopes")
+    out = []
+    for k, entry in enumerate(table):
+        if type(entry) is list and entry and all(type(s) is str and s for s in entry):
+            out.append(tuple(entry))
+            continue
+        user = next((f" (the scope of eqns[{i}])" for i, e in enumerate(eqn_objs)
+                     if isinstance(e, dict) and type(e.get("scope")) is int and e["scope"] == k), "")
+        raise TapeFormatError(f"scopes[{k}]{user}: a scope is a non-empty list of non-empty strings "
+                              f"(the user's calls, outermost first), got {short(entry)}")
+    return out
+
 
 class _Decoder:
     """The state of one load: variables by number, literals, what is defined so far."""
 
-    def __init__(self, obj: dict, max_literal_bytes: int, max_elements: int):
+    def __init__(self, obj: dict, max_literal_bytes: int, max_elements: int, scopes: list):
         self.max_elements = max_elements
+        self.scopes = scopes
         self.variables: dict[int, Var] = {}
         self.defined: set = set()
         self.free: dict[int, Var] = {}
@@ -266,8 +304,16 @@ class _Decoder:
         if source is not None and not isinstance(source, str):
             raise TapeFormatError(f"{where}.source: expected a string, got {short(source)}")
         origin = self.origin(e["origin"], f"{where}.origin") if "origin" in e else Origin(OriginKind.PRIMAL)
+        scope = ()
+        if "scope" in e:
+            k = e["scope"]
+            if type(k) is not int or not 0 <= k < len(self.scopes):
+                span = f"0 to {len(self.scopes) - 1}" if self.scopes else "the table is empty"
+                raise TapeFormatError(f"{where}.scope: expected the index of its entry in \"scopes\" "
+                                      f"({span}), got {short(k)}")
+            scope = self.scopes[k]
         self.defined.update(outs)
-        return Eqn(prim, ins, freeze_params(params), outs, source, origin)
+        return Eqn(prim, ins, freeze_params(params), outs, source, origin, scope)
 
 
 def from_json(obj, *, namedtuples: dict | None = None, check_shapes: bool = True,
@@ -283,24 +329,27 @@ def from_json(obj, *, namedtuples: dict | None = None, check_shapes: bool = True
     """
     if not isinstance(obj, dict) or obj.get("format") != FORMAT:
         raise TapeFormatError(f"not a saved tape: the top-level object has no \"format\": \"{FORMAT}\"")
-    if obj.get("version") != VERSION:
-        raise TapeFormatError(f"schema version {obj.get('version')!r}: this version of ad reads version "
-                              f"{VERSION} only; save the tape again with this version, or load it "
-                              "with the version of ad that wrote it")
+    version = obj.get("version")
+    if type(version) is not int or version not in READS:
+        raise TapeFormatError(f"schema version {short(version)}: this version of ad reads versions "
+                              f"{', '.join(map(str, READS))}; save the tape again with this version, or "
+                              "load it with the version of ad that wrote it")
     kind = obj.get("type")
     if kind not in ("Tape", "GradTape"):
         raise TapeFormatError(f"type: expected 'Tape' or 'GradTape', got {short(kind)}")
-    expect_keys(obj, "file", _TOP | ({"grad"} if kind == "GradTape" else set()))
+    added = {k for v, keys in _TOP_SINCE.items() if v <= version for k in keys}
+    expect_keys(obj, "file", _TOP | added | ({"grad"} if kind == "GradTape" else set()))
     eqn_objs = expect_list(obj["eqns"], "eqns")
     if len(eqn_objs) > max_eqns:
         raise TapeFormatError(f"eqns: {len(eqn_objs)} equations exceed max_eqns={max_eqns}")
     nt = namedtuples or {}
-    d = _Decoder(obj, max_literal_bytes, max_elements)
+    scopes = _dec_scopes(obj["scopes"], eqn_objs) if version >= 2 else []
+    d = _Decoder(obj, max_literal_bytes, max_elements, scopes)
     inputs = tuple(d.var(x, f"inputs[{i}]") for i, x in enumerate(expect_list(obj["inputs"], "inputs")))
     d.defined.update(inputs)
     outs_of = []
     for i, e in enumerate(eqn_objs):
-        expect_keys(e, f"eqns[{i}]", {"prim", "in", "out"}, {"params", "source", "origin"})
+        expect_keys(e, f"eqns[{i}]", {"prim", "in", "out"}, _EQN_OPTIONAL[version])
         outs_of.append(tuple(d.var(x, f"eqns[{i}].out[{j}]")
                              for j, x in enumerate(expect_list(e["out"], f"eqns[{i}].out"))))
     eqns = tuple(d.eqn(e, outs, f"eqns[{i}]") for i, (e, outs) in enumerate(zip(eqn_objs, outs_of)))

@@ -19,7 +19,7 @@ def dumps(tape: Tape) -> str:
     """JSON text: the header fields, then one equation per line (diffs show equations).
 
     >>> ad.serialize.dumps(ad.trace(np.cos, np.ones(3))).splitlines()[:3]
-    ['{', '"format": "tapeviz.tape",', '"version": 1,']
+    ['{', '"format": "tapeviz.tape",', '"version": 2,']
     """
     obj = to_json(tape)
     eqns = obj.pop("eqns")

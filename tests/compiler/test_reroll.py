@@ -290,7 +290,7 @@ def test_holes_are_read_back_as_written():
     tape = optimize(ad.grad_tape(chain_loss_for(np, 300), np.linspace(-1, 1, 4)))
     with pytest.MonkeyPatch.context() as m:
         seen = []
-        m.setattr(codegen, "reroll", lambda lines, taken: seen.extend(lines) or written("\n".join(lines)))
+        m.setattr(codegen, "reroll", lambda lines, taken, *notes: seen.extend(lines) or written("\n".join(lines)))
         source = compile_tape(tape).source
     assert len(seen) > 300 and all(emit.with_numbers(emit.unnumbered(t))(*emit.numbers(t)) == t for t in seen)
     assert source.splitlines()[1:] == _written(seen) and "\x00" not in source and "\x01" not in source

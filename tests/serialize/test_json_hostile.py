@@ -196,7 +196,8 @@ def test_not_utf8(tmp_path):
 
 
 def test_wrong_version_and_format(good):
-    refused(edit(good, lambda o: o.update(version=2)), "schema version 2", "reads version 1")
+    refused(edit(good, lambda o: o.update(version=3)), "schema version 3", "reads versions 1, 2")
+    refused(edit(good, lambda o: o.update(version="2")), 'schema version "2"')
     refused(edit(good, lambda o: o.update(format="pickle")), "not a saved tape")
     refused(edit(good, lambda o: o.update(type="Module")), "type:")
     refused(edit(good, lambda o: o.update(extra=1)), "unexpected keys ['extra']")

@@ -84,7 +84,7 @@ def test_mlp_file_round_trip(tmp_path):
     assert_same_results(back(*args), gt(*args))
     lines = (tmp_path / "t.json").read_text().splitlines()
     assert sum(1 for line in lines if line.lstrip().startswith('{"prim"')) == len(gt.eqns)
-    assert json.loads((tmp_path / "t.json").read_text())["version"] == 1
+    assert json.loads((tmp_path / "t.json").read_text())["version"] == 2
 
 
 def test_vjp_tape_with_seeds():

@@ -154,14 +154,14 @@ def _same_operand(x, y) -> bool:
 
 
 def assert_same_tape(a, b):
-    """Equal listing, structure, variable numbers, literals, params, provenance, trees."""
+    """Equal listing, structure, variable numbers, literals, params, provenance, scopes, trees."""
     assert type(a) is type(b)
     assert str(a) == str(b)
     assert [(v.n, v.aval) for v in a.inputs] == [(v.n, v.aval) for v in b.inputs]
     assert a.input_names == b.input_names
     assert len(a.eqns) == len(b.eqns)
     for e, f in zip(a.eqns, b.eqns):
-        assert e.prim is f.prim and e.params == f.params and e.source == f.source
+        assert e.prim is f.prim and e.params == f.params and e.source == f.source and e.scope == f.scope
         assert all(map(_same_operand, e.inputs, f.inputs)) and len(e.inputs) == len(f.inputs)
         assert [(v.n, v.aval) for v in e.outputs] == [(v.n, v.aval) for v in f.outputs]
         assert (e.origin.kind, e.origin.rule) == (f.origin.kind, f.origin.rule)

@@ -31,6 +31,13 @@ class Node:
     def label(self) -> str:
         return f"{self.op_type} ({self.name})"
 
+    def scope(self, outer: tuple = ()) -> tuple:
+        """The scope of the equations the node records: its name's path (``name_scope``), or
+        for a name with no path (or no name) ``outer``, the scope of the node whose subgraph
+        holds it (``()`` in the main graph)."""
+        name = self.proto.name
+        return name_scope(name) if "/" in name else outer
+
     def error(self, message: str) -> OnnxImportError:
         domain = f" of domain {self.domain!r}" if self.domain else ""
         return OnnxImportError(f"node {self.name!r} ({self.op_type}{domain}, opset {self.opset}): {message}")
@@ -81,6 +88,15 @@ class Node:
             return check_shape(shape, f"node {self.name!r} ({self.op_type}) {what}")
         except OnnxImportError as exc:
             raise self.error(str(exc)) from None
+
+
+def name_scope(name: str) -> tuple:
+    """The scope a node name says, as exporters write module paths: the segments of the path
+    without the last (the op), empty ones skipped. ``/layer1/layer1.0/conv1/Conv`` is
+    ``("layer1", "layer1.0", "conv1")``, ``/Mul`` and ``Mul_3`` are ``()``. ``%2F`` and ``%25``
+    in a segment are ``/`` and ``%`` (``ad.to_onnx`` writes a scope's names so)."""
+    return tuple(s.replace("%2F", "/").replace("%25", "%") if "%" in s else s
+                 for s in name.split("/")[:-1] if s)
 
 
 #: (domain, op_type) -> fn(node, *inputs) returning one value or a tuple (missing optional

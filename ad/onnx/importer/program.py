@@ -103,8 +103,9 @@ class OnnxProgram:
     ``prog(*inputs, **params)`` runs it (parameters default to the model's initializers) and
     returns its output, or a tuple for several; ``prog.tape`` is ``ad.trace`` of it on
     ``prog.inputs`` and ``prog.params`` (tape inputs: graph inputs, then parameters, named as in
-    the model; equation sources ``"Conv (conv1)"``; ``tape.meta["onnx_values"]`` maps variables
-    to the model's value names). ``prog.function`` is the same program as
+    the model; equation sources ``"Conv (conv1)"``, scopes the paths of the node names,
+    ``("layer1", "conv1")`` for ``/layer1/conv1/Conv``; ``tape.meta["onnx_values"]`` maps
+    variables to the model's value names). ``prog.function`` is the same program as
     ``f(*inputs, params_dict)``, the form ``ad.grad_tape(..., argnums=...)`` differentiates.
 
     Float initializers are the parameters; integer and bool initializers (shapes, indices) are
@@ -213,18 +214,19 @@ class OnnxProgram:
         if unknown:
             raise TypeError(f"unknown parameters {sorted(unknown)}")
         env = {**self.constants, **self.params, **params, **dict(zip(self.input_names, inputs))}
-        saved = [rec.source for rec in ACTIVE]
+        saved = [(rec, rec.source, rec.scope) for rec in ACTIVE]
         try:
             for proto in self.nodes:
                 self._run_node(proto, env, value_names)
         finally:
-            for rec, s in zip(ACTIVE, saved):
-                rec.source = s
+            for rec, source, scope in saved:
+                rec.source, rec.scope = source, scope
         return [env[name] for name in self.output_names]
 
-    def _run_graph(self, graph: onnx.GraphProto, outer: dict, value_names, bindings=None) -> tuple:
+    def _run_graph(self, graph: onnx.GraphProto, outer: dict, value_names, bindings=None,
+                   scope: tuple = ()) -> tuple:
         """A subgraph's outputs, its nodes run inline in a scope that sees the enclosing values
-        (and ``bindings`` for its inputs)."""
+        (and ``bindings`` for its inputs); ``scope``: the enclosing node's (``Node.scope``)."""
         env = {**outer, **(bindings or {})}
         missing = [i.name for i in graph.input if i.name not in env]
         if missing:
@@ -232,17 +234,18 @@ class OnnxProgram:
         for t in graph.initializer:
             env[t.name] = tensor_array(t, f"subgraph {graph.name!r} initializer")
         for proto in _sorted_nodes(graph, set(env)):
-            self._run_node(proto, env, value_names)
+            self._run_node(proto, env, value_names, scope)
         return tuple(env[o.name] for o in graph.output)
 
-    def _run_node(self, proto, env, value_names):
+    def _run_node(self, proto, env, value_names, outer: tuple = ()):
+        """Run one node, its equations stamped with its label (``rec.source``) and the scope its
+        name says (``rec.scope``, ``Node.scope``)."""
         decl = self._decl(proto)
         node = Node(proto, self.opsets["" if proto.domain == "ai.onnx" else proto.domain],
-                    lambda graph, bindings=None: self._run_graph(graph, env, value_names, bindings))
+                    lambda graph, bindings=None: self._subgraph(graph, env, value_names, bindings, node, outer))
         if node.opset < decl.since:
             raise node.error(f"opset {node.opset} is older than the importer supports ({decl.since})")
-        for rec in ACTIVE:
-            rec.source = node.label
+        _stamp(node.label, node.scope(outer))
         args = [env[name] if name else None for name in proto.input]
         while args and args[-1] is None:
             args.pop()
@@ -267,6 +270,15 @@ class OnnxProgram:
                 env[name] = value
                 if value_names is not None and isinstance(value, Tracer):
                     value_names[value.variable] = name
+
+    def _subgraph(self, graph, env, value_names, bindings, node: Node, outer: tuple) -> tuple:
+        """A subgraph of ``node`` run inline, in its scope; then the node's own stamp again (a
+        Loop stacks its scan outputs after its body ran)."""
+        scope = node.scope(outer)
+        try:
+            return self._run_graph(graph, env, value_names, bindings, scope)
+        finally:
+            _stamp(node.label, scope)
 
     def __call__(self, *inputs, **params):
         outs = self.run(inputs, params)
@@ -300,6 +312,12 @@ class OnnxProgram:
                 f"{len(self.nodes)} nodes, {len(self.params)} parameters)")
 
 
+def _stamp(source, scope) -> None:
+    """Stamp the equations the active traces record next with ``source`` and ``scope``."""
+    for rec in ACTIVE:
+        rec.source, rec.scope = source, scope
+
+
 @gc_paused
 def from_onnx(model_or_path, *, inputs=None) -> OnnxProgram:
     """Import an ONNX model (a path, bytes or an ``onnx.ModelProto``) as an ``OnnxProgram``.
@@ -317,8 +335,8 @@ def from_onnx(model_or_path, *, inputs=None) -> OnnxProgram:
     { lambda %0:f64[3] ; let
         %1:f64[3] = tanh %0
       in (%1) }
-    >>> prog.tape.eqns[0].source
-    'Tanh (block/act)'
+    >>> prog.tape.eqns[0].source, prog.tape.eqns[0].scope      # the node's name, read as a path
+    ('Tanh (block/act)', ('block',))
     """
     return OnnxProgram(load(model_or_path), inputs)
 
