@@ -5,7 +5,8 @@ so the same view can answer clicks without a kernel (``page``).
 
 A frame is ``{"eqns", "pane", "mode", "granularity", "step", "selected", "sel", "closure",
 "message", "checks"}`` (``mode``: "reverse", or "forward" for a linearization): ``step`` (``step_part``) depends on the cursor alone, ``sel`` (``sel_part``) on the
-selection alone, ``checks`` (``checks_part``) on the last report.
+selection alone, ``checks`` (``checks_part``) on the last report. The outline pane reads the
+program's scope tree (``outline_part``) once, and again after checks (its status marks).
 """
 from __future__ import annotations
 
@@ -17,11 +18,24 @@ NO_CHECKS = {"state": "none", "summary": "", "done": 0, "total": 0, "what": "", 
 
 
 def step_part(model: DebugModel) -> dict:
-    """The cursor's step: its place, its phase line and what it writes."""
+    """The cursor's step: its place, its phase line, what it writes and its scope (the outline
+    pane highlights it)."""
     step = model.step
     return {"index": model.index, "n": model.n_steps, "phase": step.phase, "text": model.phase_line(),
             "writes": writes_text(model), "written": model.written(), "current": model.current,
-            "start": step.start, "stop": step.stop, "row": model.row_of_eqn[step.start]}
+            "start": step.start, "stop": step.stop, "row": model.row_of_eqn[step.start],
+            "scope": list(model.nav.scope_of())}
+
+
+def outline_part(model: DebugModel) -> dict:
+    """The outline pane's tree (``Navigation.outline``, repeated calls folded), as JSON: paths
+    as lists."""
+    return _json(model.nav.outline())
+
+
+def _json(entry: dict) -> dict:
+    return {k: [_json(c) for c in v] if k == "children" else list(v) if isinstance(v, tuple) else v
+            for k, v in entry.items()}
 
 
 def sel_part(model: DebugModel, name: str | None) -> dict | None:

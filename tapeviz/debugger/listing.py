@@ -7,7 +7,8 @@ classes. The view re-applies those classes for whatever step it shows (a static 
 listing for every step), and tints variables (written, partners, selected) the same way.
 Every line has a fixed height (an equation's text gives way to an ellipsis before its outputs
 and tags; its check badges take a second line), so the view knows each row's height from the
-markup and draws only the rows in view (see ``static/debugger.js``).
+markup and draws only the rows in view (see ``static/debugger.js``). Each equation's line starts
+with an empty gutter, where the view draws its breakpoint.
 """
 from __future__ import annotations
 
@@ -208,7 +209,8 @@ class Listing:
                 group = g
                 before = f'<div class="tv-block-h">{html_text(header)}</div>' if header else ""
                 first = html_attr("data-var", repr(m.eqns[i].outputs[0]))
-                parts.append((i, before, f' data-eq="{i}"{first}>{self.line(i)}'))
+                # the gutter: a click there toggles a breakpoint on the equation (the view)
+                parts.append((i, before, f' data-eq="{i}"{first}><span class="tv-gutter"></span>{self.line(i)}'))
             self._cells[key] = parts
         return parts
 

@@ -1,8 +1,9 @@
 """The debugger without a kernel: a static snapshot for saved and untrusted notebooks, and
 interactive pages that embed a whole session.
 
-A *session* is every state the view can show, precomputed: the step part (``frames``) and the
-graph pane's DOT of every step at both granularities, and for every variable its selection
+A *session* is every state the view can show, precomputed: the step part (``frames``: its
+scope too) and the graph pane's DOT of every step at both granularities, the outline's tree (read
+only: stepping by call and breakpoints need a kernel), and for every variable its selection
 part, its inspector cards and its closure-versus-lifted panel; the listing and the residuals
 table are drawn whole, once. The view (``static/debugger.js``) reads them through a ``Session``
 model that answers the same messages the kernel answers, so the page steps, selects and compares
@@ -25,7 +26,7 @@ import warnings
 from pathlib import Path
 
 from ..escaping import html_text
-from .frames import checks_part, sel_part, step_part
+from .frames import checks_part, outline_part, sel_part, step_part
 from .graph_pane import legend
 from .inspector import inspector_html
 from .listing import Listing, phase_html
@@ -38,6 +39,8 @@ MAX_BYTES = 50_000_000          # of session JSON, before compression
 WARN_BYTES = 5_000_000
 SNAPSHOT_ROWS = 12
 OFFLINE = "checks need a running kernel: this page shows the ones run before it was written"
+STEPPING_OFFLINE = ("stepping by call, breakpoints and run-to need a running kernel: this page "
+                    "embeds the steps one by one")
 NOTE = ("A static page: every step and selection is embedded, so the debugger works without a "
         "kernel; running the checks needs one.")
 UNSAFE_IN_SCRIPT = re.compile(r"</script|<!--", re.IGNORECASE)
@@ -115,7 +118,9 @@ def session(dbg, max_bytes: int = MAX_BYTES) -> dict:
         budget.project(k + 1, len(m.var_attrs))
     return {"start": {"granularity": m.granularity, "index": m.index, "selected": m.selected,
                       "closure": dbg.closure_shown},
-            "frame": {"eqns": len(m.eqns), "pane": {"k": dbg.graph.k}, "mode": m.mode},
+            "frame": {"eqns": len(m.eqns), "pane": {"k": dbg.graph.k}, "mode": m.mode, "breakpoints": [],
+                      "offline": STEPPING_OFFLINE},
+            "outline": outline_part(m),
             "steps": steps, "dots": list(dots), "vars": variables, "html": list(texts),
             "listing": budget.add(full.render()),
             "residuals": budget.add(residuals_html(m, full, rows_each_side=len(m.residual_table()))),

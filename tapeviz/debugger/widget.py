@@ -10,8 +10,9 @@ driven where the tests run, so nothing tests the debugger there. The state lives
 ``DebugModel`` (``model``); every action, from a cell (``dbg.next()``, ``dbg.select("%7")``,
 ``dbg.run_checks()``) or from the view (a message ``{"action": "next"}``), moves the model, and
 ``_refresh`` sends what the view shows as traits: the frame (``frames``) and HTML drawn by the
-views (``listing``, ``inspector``, ``residuals``, ``closure``) and the graph pane's DOT, which the
-browser lays out (in a Web Worker). The listing and the residuals are sent without what depends on
+views (``listing``, ``inspector``, ``residuals``, ``closure``), the graph pane's DOT, which the
+browser lays out (in a Web Worker), and the outline's scope tree (once, and again after checks).
+The listing and the residuals are sent without what depends on
 the cursor (the view sets those classes), and the listing's window of rows moves only when the
 cursor nears its edges, so most steps send neither. The view asks for the steps around the cursor
 ahead of time (``{"action": "ahead"}``, answered by ``_ahead`` with what those steps would send,
@@ -38,7 +39,7 @@ from ad.tape import Var
 
 from . import page
 from .closure import closure_html, compare, compare_tangents, instances, tangent_html
-from .frames import NO_CHECKS, checks_part, sel_part, step_part
+from .frames import NO_CHECKS, checks_part, outline_part, sel_part, step_part
 from .graph_pane import GraphPane, legend
 from .inspector import inspector_html
 from .listing import Listing
@@ -85,6 +86,7 @@ class TapeDebugger(anywidget.AnyWidget):
     _closure = traitlets.Unicode().tag(sync=True)
     _dot = traitlets.Unicode().tag(sync=True)
     _legend = traitlets.Unicode().tag(sync=True)
+    _outline = traitlets.Dict().tag(sync=True)    # the scope tree; sent again when checks ran
 
     def __init__(self, f, args, argnums=0, *, rows: int = 40, graph_k: int = 2):
         with np.errstate(all="ignore"):        # NaN and Inf are what one debugs: shown, not warned
@@ -112,6 +114,7 @@ class TapeDebugger(anywidget.AnyWidget):
         self._checks = dict(NO_CHECKS)
         self._message = ""
         self._seq, self._by = 0, ""            # the last action of a view and that view, echoed by the frame
+        self._outline_of = None                # the checks_version the view's outline shows
         self._actions = {
             "hello": lambda _: self.send({"kind": "hello"}),
             "graphviz": lambda _: self.send({"kind": "graphviz", "source": static("graphviz/graphviz.js")}),
@@ -542,6 +545,8 @@ class TapeDebugger(anywidget.AnyWidget):
             self._residuals = residuals_html(m, self.listing_view, cursor=False)
             self._closure = self.closure_panel() if self._closure_on else ""
             self._dot = self.graph.dot()
+            if self._outline_of != m.checks_version:
+                self._outline, self._outline_of = outline_part(m), m.checks_version
             self._frame = self._frame_now()
 
 

@@ -1,13 +1,17 @@
 """What every front end must do with the debugger, written once and run in each (JupyterLab,
 Notebook 7, Voila, marimo, JupyterLab under a strict CSP): render, step three times and read the
 phase line, click a listing row and a graph node and read the selection, zoom the graph, run the
-checks and read the verdict. Every step round-trips browser -> kernel -> browser; assertions
+checks and read the verdict; and on the 40-step RNN, the outline and stepping by call
+(``outline_step_by_call``). Every step round-trips browser -> kernel -> browser; assertions
 read the DOM (data-* attributes, text) with Playwright's retrying ``expect``, never a sleep."""
 from __future__ import annotations
 
 import re
 
 from playwright.sync_api import expect
+
+import tapeviz
+from ad.examples.programs import rnn_example, rnn_loss
 
 KERNEL_TIMEOUT_MS = 120_000       # a cold kernel on two busy cores imports numpy, ad, tapeviz
 
@@ -75,3 +79,114 @@ def view_errors(pg) -> list[str]:
     """Uncaught errors thrown in the view's module (a blob: URL wherever anywidget loads it);
     the front ends' own (Notebook 7 reports one about its settings) are theirs to fix."""
     return [e for e in pg.js_errors if "blob:" in e]
+
+
+# -- the outline and stepping by call (tests/e2e/test_e2e_outline.py), on the 40-step RNN ----
+
+def at(root, dbg) -> None:
+    """The view shows the step the kernel's twin ``dbg`` is at, confirmed by the kernel: the
+    phase line, the scope, the outline's highlight."""
+    phase = root.locator(".tv-phase")
+    expect(phase).to_have_attribute("data-step", str(dbg.step))
+    expect(phase).to_have_attribute("data-confirmed", "true")
+    expect(phase.locator(".tv-phase-text")).to_have_text(dbg.phase_line)
+    expect(phase).to_have_attribute("data-scope", "/".join(dbg.scope))
+    expect(root.locator(".tv-outline")).to_have_attribute("data-scope", "/".join(dbg.scope))
+    expect(root.locator(".tv-tools span.tv-message")).to_have_text(dbg.message)
+
+
+def outline_row(root, path: str):
+    return root.locator(f'.tv-outline .tv-ol-row[data-kind="scope"][data-path="{path}"]')
+
+
+CURSOR = re.compile(r"\btv-ol-cursor\b")
+
+
+def outline_step_by_call(pg, root, artifacts, name: str) -> None:
+    """Expand the folded ``cell x40`` group, click ``cell#17`` (the cursor goes there), step out
+    of it and over the next call in the forward pass; set a breakpoint on ``cell#17`` in the
+    outline and continue to its pullback; step over, out and over a call's pullback in the
+    backward pass, backwards with Shift and with the toggle; a breakpoint from the listing's
+    gutter, cleared from its chip; what the moves that find nothing say. ``dbg``, a debugger of
+    the same program in the test's process, says where each move must land."""
+    dbg = tapeviz.debug(rnn_loss, *rnn_example())
+    phase = root.locator(".tv-phase")
+    outline = root.locator(".tv-outline")
+    expect(phase).to_have_attribute("data-step", "0", timeout=KERNEL_TIMEOUT_MS)
+    expect(root.locator(".tv-status")).to_be_hidden()
+    group = outline.locator('.tv-ol-row[data-kind="group"][data-path="cell"]')
+    expect(group).to_contain_text("cell \u00d740")
+    expect(group).to_have_attribute("aria-expanded", "false")
+    expect(outline.locator('.tv-ol-row[data-path^="cell#"]')).to_have_count(0)       # folded: not drawn
+    expect(outline_row(root, "")).to_have_class(CURSOR)                             # the top level
+    group.click()
+    expect(group).to_have_attribute("aria-expanded", "true")
+    expect(outline.locator('.tv-ol-row[data-path^="cell#"]')).to_have_count(40)
+    row17 = outline_row(root, "cell#17")
+    expect(row17.locator(".tv-ol-n").first).to_have_text(str(dbg.outline()["children"][0]["children"][16]["forward"]))
+
+    row17.locator(".tv-ol-name").click()                                           # run to cell#17
+    dbg.run_to(("cell#17",))
+    at(root, dbg)
+    expect(row17).to_have_class(CURSOR)
+    expect(group).not_to_have_class(CURSOR)
+    expect(root.locator(".tv-listing .tv-eq.tv-current").first).to_be_in_viewport()
+    expect(phase.locator(".tv-phase-scope")).to_have_text("in cell#17")
+    root.scroll_into_view_if_needed()
+    pg.screenshot(path=str(artifacts / f"outline_{name}_cell17.png"))
+
+    root.locator("button.tv-step-out").click()                                     # forward: out of cell#17
+    dbg.step_out()
+    at(root, dbg)
+    expect(outline_row(root, "")).to_have_class(CURSOR)
+    root.locator("button.tv-step-over").click()                                    # over cell#18, whole
+    before = dbg.step
+    dbg.step_over()
+    assert dbg.step - before > 1 and dbg.scope == ()
+    at(root, dbg)
+
+    row17.locator(".tv-ol-bp").click()                                             # a breakpoint on cell#17
+    expect(row17).to_have_class(re.compile(r"\btv-ol-has-bp\b"))
+    expect(root.locator(".tv-breakpoints .tv-bp-chip")).to_have_text("\u25cf cell#17 \u00d7")
+    dbg.breakpoints.add(("cell#17",))
+    root.locator("button.tv-cont").click()                                         # to its pullback
+    dbg.cont()
+    assert dbg.model.step.phase == "backward" and dbg.scope == ("cell#17",)
+    at(root, dbg)
+    expect(phase).to_have_attribute("data-phase", "backward")
+    expect(row17).to_have_class(CURSOR)
+
+    for move in ("step_over", "step_out", "step_over"):                            # backward: within,
+        root.locator(f"button.tv-{move.replace('_', '-')}").click()                # out, over cell#16's
+        getattr(dbg, move)()
+        at(root, dbg)
+    assert dbg.scope == () and dbg.model.step.phase == "backward"
+    root.locator("button.tv-step-over").click(modifiers=["Shift"])                 # backwards, over it again
+    dbg.step_over(reverse=True)
+    at(root, dbg)
+    root.locator("button.tv-reverse").click()
+    expect(root.locator("button.tv-reverse")).to_have_attribute("aria-pressed", "true")
+    root.locator("button.tv-cont").click()                                         # back to the breakpoint
+    dbg.cont(reverse=True)
+    at(root, dbg)
+    root.locator("button.tv-reverse").click()
+    expect(root.locator("button.tv-reverse")).to_have_attribute("aria-pressed", "false")
+
+    line = root.locator(".tv-listing td.tv-backward .tv-eq.tv-current").first      # the gutter
+    var = line.get_attribute("data-var")
+    line.locator(".tv-gutter").click()
+    expect(line).to_have_class(re.compile(r"\btv-bp\b"))
+    expect(root.locator(".tv-breakpoints .tv-bp-chip")).to_have_count(2)
+    expect(phase).to_have_attribute("data-selected", "")                          # a gutter click selects nothing
+    root.locator("button.tv-nonfinite").click()
+    dbg.run_to_nonfinite(from_cursor=True)
+    at(root, dbg)                                                                  # "no NaN or Inf after this step"
+    root.scroll_into_view_if_needed()
+    pg.screenshot(path=str(artifacts / f"outline_{name}_backward.png"))
+    root.locator(".tv-breakpoints .tv-bp-chip", has_text=re.compile(rf"^\u25cf {re.escape(var)} \u00d7$")).click()
+    expect(line).not_to_have_class(re.compile(r"\btv-bp\b"))
+    expect(root.locator(".tv-breakpoints .tv-bp-chip")).to_have_count(1)
+    root.locator("button.tv-failure").click()
+    dbg.run_to_failure()
+    at(root, dbg)                                                                  # "no checks have run..."
+    assert not view_errors(pg), view_errors(pg)

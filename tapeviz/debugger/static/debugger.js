@@ -3,9 +3,11 @@
 
    The view reads its model's traits (_frame: the cursor, selection and checks; _listing,
    _inspector, _residuals, _closure: HTML that Python rendered and escaped; _dot: the graph pane's
-   Graphviz source) and sends every user action as a message ({action: "next"}, ...). In a
+   Graphviz source; _outline: the program's scope tree, drawn by the Outline pane) and sends every
+   user action as a message ({action: "next"}, {action: "step_over", reverse: true}, ...). In a
    notebook the model is anywidget's and Python answers by updating the traits; on a static page
-   it is a Session built from the states the page embeds, which answers the same messages. What
+   it is a Session built from the states the page embeds, which answers the same messages (but
+   stepping by call and breakpoints, which need the kernel: disabled there, saying why). What
    depends on the cursor or the selection (current line, partners, tints, notes) is applied here
    by classes, so one listing or card serves every step. The listing is virtualised (only the
    rows in view are in the DOM; their heights follow from the markup, so scrolling to the current
@@ -22,7 +24,7 @@
    the view works under a Content-Security-Policy without 'unsafe-inline'. Tape strings reach the
    DOM as text, or inside Python's escaped HTML. */
 
-const TRAITS = ["_frame", "_listing", "_inspector", "_residuals", "_closure", "_dot", "_legend"];
+const TRAITS = ["_frame", "_listing", "_inspector", "_residuals", "_closure", "_dot", "_legend", "_outline"];
 const HTML_PARTS = [["_listing", "listing"], ["_inspector", "inspector"], ["_residuals", "residuals"],
   ["_closure", "closure"]];
 const PLAY_MS = 600;
@@ -32,6 +34,10 @@ const AHEAD_CACHE = 64;
 const LISTINGS = 8;            // listing windows kept for guesses
 const STEPPING = { first: () => 0, prev: (i) => i - 1, next: (i) => i + 1 };
 const ZOOM = 1.25;
+const OUTLINE_ROWS = 30;       // entries the outline opens by itself, at most
+const OUTLINE_CHUNK = 200;     // calls of a group drawn per "more" click
+const STATUS_MARK = { fail: "\u2717", warn: "\u26a0", pass: "\u2713" };
+const GUTTER_TITLE = "click to set or clear a breakpoint on this equation";
 
 function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
@@ -100,11 +106,26 @@ function skeleton(root) {
     fit: button("tv-zoom-fit", "fit", "show the whole drawing"),
     actual: button("tv-zoom-1", "1:1", "the readable scale"),
     view: el("div", { class: "tv-graph-view", title: "drag to pan; click a node to inspect it" }),
+    stepInto: button("tv-step-into", "\u2198 step into", "to the next step, into the call it is in (Shift: backwards)"),
+    stepOver: button("tv-step-over", "\u21b7 step over", "to the next step not inside a call made from here: " +
+      "a call, or in the backward pass its pullback block, runs whole (Shift: backwards)"),
+    stepOut: button("tv-step-out", "\u2197 step out", "to the first step after this call (Shift: to the last one before it)"),
+    reverse: button("tv-reverse", "\u25c0 backwards", "step, continue and run to a failing check towards the start " +
+      "of the tape (or hold Shift while clicking)"),
+    cont: button("tv-cont", "\u25b6\u25b6 continue", "run to the next breakpoint (Shift: the previous one)"),
+    nonfinite: button("tv-nonfinite", "run to NaN/Inf", "run to the next step that writes a NaN or an Inf " +
+      "(Shift: the first in the tape)"),
+    failure: button("tv-failure", "run to failing check", "run to the next step with a failing check " +
+      "(run the checks first; Shift: the previous one)"),
+    breakpoints: el("span", { class: "tv-breakpoints" }),
+    outline: el("div", { class: "tv-outline", role: "tree" }),
+    outlineHead: el("div", { class: "tv-outline-h" }),
   };
   ui.pick.value = "";
   ui.phaseText = el("span", { class: "tv-phase-text" });
   ui.phaseWrites = el("span", { class: "tv-phase-writes" });
-  ui.phase.append(ui.phaseText, ui.phaseWrites);
+  ui.phaseScope = el("span", { class: "tv-phase-scope", title: "the call the cursor is in (the outline highlights it)" });
+  ui.phase.append(ui.phaseText, ui.phaseScope, ui.phaseWrites);
   ui.drawing = el("div", { class: "tv-graph-svg" });
   ui.view.append(ui.drawing);
   ui.pane = el("div", { class: "tv-graph-pane" }, ui.caption, ui.legend,
@@ -114,11 +135,14 @@ function skeleton(root) {
     ui.status, ui.phase,
     row("tv-toolbar", ui.first, ui.prev, ui.next, ui.last, ui.play, ui.slider, ui.counter,
       el("span", { class: "tv-granularity" }, ui.pullback, ui.primitive)),
+    row("tv-nav", el("span", { class: "tv-nav-label", text: "by call" }), ui.stepInto, ui.stepOver, ui.stepOut,
+      ui.reverse, el("span", { class: "tv-nav-sep" }), ui.cont, ui.nonfinite, ui.failure, ui.breakpoints),
     row("tv-tools", el("label", { class: "tv-pick" }, "select ", ui.pick), ui.goto, ui.closureToggle,
       ui.check, ui.progress, ui.summary, ui.svg, ui.dotButton, ui.download, ui.message),
     el("div", { class: "tv-main" },
       el("div", { class: "tv-left" }, ui.listing, ui.inspector),
-      el("div", { class: "tv-right tv-graph" }, ui.pane)),
+      el("div", { class: "tv-right tv-graph" },
+        el("div", { class: "tv-outline-pane" }, ui.outlineHead, ui.outline), ui.pane)),
     ui.closure,
     el("div", { class: "tv-bottom" },
       el("div", { class: "tv-alerts-w" },
@@ -686,6 +710,246 @@ class Listing {
   }
 }
 
+/* Bytes as people read them: 0, 256 B, 10.2 kB, 3.1 MB. */
+function humanBytes(n) {
+  if (!n) return "0";
+  const units = ["B", "kB", "MB", "GB", "TB"];
+  let k = 0;
+  while (n >= 999.5 && k < units.length - 1) {
+    n /= 1000;
+    k += 1;
+  }
+  return k === 0 ? `${n} B` : `${n < 9.95 ? n.toFixed(1) : Math.round(n)} ${units[k]}`;
+}
+
+/* A breakpoint's target as the kernel writes it ("%12", or a scope path as a list), as a key
+   and as text. */
+const targetKey = (target) => (Array.isArray(target) ? `s:${JSON.stringify(target)}` : `e:${target}`);
+const describeTarget = (target) => (Array.isArray(target) ? target.join("/") || "the top level" : target);
+
+/* The outline pane: the program's scope tree (Python's Navigation.outline, repeated calls folded
+   into a group: "cell x40"), one row per entry drawn, with its forward and backward (or tangent)
+   equation counts, the residual bytes it keeps and its check status. Only the rows of expanded
+   entries are in the DOM (a group's calls OUTLINE_CHUNK at a time), each built once; the row
+   holding the cursor's scope (or, when that one is folded away, its nearest drawn ancestor) is
+   highlighted. A click on a call runs to it, on a group or a triangle expands or collapses it,
+   on the left edge sets or clears a breakpoint; on a static page the outline only shows. */
+class Outline {
+  constructor(view) {
+    this.view = view;
+    this.list = view.ui.outline;
+    this.head = view.ui.outlineHead;
+    this.root = null;              // the tree's root node: { entry, key, parent, depth, children, el }
+    this.tree = null;
+    this.open = null;              // keys of the expanded entries (kept when the tree comes again)
+    this.shown = new Map();        // key -> how many of its children are drawn
+    this.scopes = new Map();       // a call's path (JSON) -> its node
+    this.cursor = null;            // the node highlighted
+    this.breakpoints = "";
+    this.list.addEventListener("click", (event) => this.click(event));
+  }
+
+  get readOnly() {
+    return !!(this.view.frame && this.view.frame.offline);
+  }
+
+  show(tree) {
+    this.tree = tree;
+    this.scopes = new Map();
+    this.cursor = null;
+    this.breakpoints = "";
+    if (!tree || !tree.children) {
+      this.root = null;
+      this.list.replaceChildren();
+      this.list.closest(".tv-outline-pane").hidden = true;
+      return;
+    }
+    this.list.closest(".tv-outline-pane").hidden = false;
+    const index = (entry, parent, depth) => {
+      const node = { entry, parent, depth, key: `${entry.kind}:${JSON.stringify(entry.path)}`, el: null };
+      if (entry.kind === "scope") this.scopes.set(JSON.stringify(entry.path), node);
+      node.children = entry.children.map((child) => index(child, node, depth + 1));
+      return node;
+    };
+    this.root = index(tree, null, 0);
+    if (this.open === null) this.open = this.firstOpen();
+    const forward = this.view.frame && this.view.frame.mode === "forward";
+    const calls = this.scopes.size - 1;
+    const status = tree.status ? ` \u00b7 checks: ${tree.status}` : "";
+    const hint = !calls ? "the program calls none of its own functions" : this.readOnly ? "read only on a static page"
+      : "click one to go there";
+    this.head.title = this.readOnly ? "going to a call and breakpoints need a running kernel"
+      : "click a call to run to it, the left edge of its row to set or clear a breakpoint there, " +
+        "\u25b8 to show its calls";
+    this.head.replaceChildren(
+      el("b", { text: "outline" }),
+      el("span", { class: "tv-caption", text: ` ${calls || "no"} call${calls === 1 ? "" : "s"}${status} \u00b7 ${hint}` }),
+      el("div", { class: "tv-ol-row tv-ol-cols" }, el("span"), el("span", { text: "call" }),
+        el("span", { text: "fwd", title: "forward equations (the call's and its callees')" }),
+        el("span", forward ? { text: "tan", title: "tangent equations (its pushforward blocks)" }
+          : { text: "bwd", title: "backward equations (its pullback blocks and fan-in sums)" }),
+        el("span", { text: "kept", title: forward ? "bytes of forward values the tangent pass reads"
+          : "bytes of residuals: forward values the backward pass reads" })));
+    this.list.classList.toggle("tv-ol-readonly", this.readOnly);
+    this.render();
+  }
+
+  /* The entries open at first: the root, then calls (not groups) breadth first while the rows
+     stay few. */
+  firstOpen() {
+    const open = new Set([this.root.key]);
+    let rows = 1 + this.root.children.length;
+    const queue = [...this.root.children];
+    while (queue.length) {
+      const node = queue.shift();
+      if (node.entry.kind !== "scope" || !node.children.length) continue;
+      if (rows + node.children.length > OUTLINE_ROWS) continue;
+      open.add(node.key);
+      rows += node.children.length;
+      queue.push(...node.children);
+    }
+    return open;
+  }
+
+  render() {
+    if (this.cursor && this.cursor.el) this.cursor.el.classList.remove("tv-ol-cursor", "tv-ol-within");
+    const rows = [];
+    const visit = (node) => {
+      rows.push(this.row(node));
+      if (!node.children.length || !this.open.has(node.key)) return;
+      const n = this.shown.get(node.key) ?? OUTLINE_CHUNK;
+      node.children.slice(0, n).forEach(visit);
+      const left = node.children.length - n;
+      if (left > 0) {
+        const more = el("div", { class: "tv-ol-row tv-ol-more", role: "treeitem",
+          text: `\u2026 ${left} more call${left === 1 ? "" : "s"} (show ${Math.min(left, OUTLINE_CHUNK)} more)` });
+        more.style.paddingLeft = `${(node.depth + 1) * 12 + 16}px`;
+        more.tvMore = node;
+        rows.push(more);
+      }
+    };
+    visit(this.root);
+    this.list.replaceChildren(...rows);
+    this.cursor = null;
+    this.breakpoints = "";
+    if (this.view.frame && this.view.frame.step) this.paint(this.view.frame);
+  }
+
+  row(node) {
+    const { entry } = node;
+    const open = this.open.has(node.key);
+    if (node.el) {
+      node.el.classList.toggle("tv-ol-open", open);
+      if (node.children.length) node.el.setAttribute("aria-expanded", String(open));
+      return node.el;
+    }
+    const group = entry.kind === "group";
+    const forward = this.view.frame && this.view.frame.mode === "forward";
+    const name = node.depth === 0 ? "program (top level)" : group ? `${entry.name} \u00d7${entry.calls}` : entry.name;
+    const second = forward ? entry.tangent : entry.backward;
+    const call = el("span", { class: "tv-ol-call" },
+      el("span", { class: "tv-ol-twisty" }),
+      el("span", { class: `tv-ol-mark tv-ol-${entry.status || "none"}`, text: STATUS_MARK[entry.status] || "" }),
+      el("span", { class: "tv-ol-name", text: name }));
+    call.style.paddingLeft = `${node.depth * 12}px`;
+    const bp = el("span", { class: "tv-ol-bp" });
+    if (!group && node.depth > 0 && !this.readOnly) bp.title = "click to set or clear a breakpoint where this call starts (forward) and where its pullback starts";
+    const row = el("div", { class: `tv-ol-row${group ? " tv-ol-group" : ""}`, role: "treeitem",
+      "data-kind": entry.kind, "data-path": entry.path.join("/"), "data-status": entry.status || "none" },
+    bp, call, el("span", { class: "tv-ol-n", text: String(entry.forward) }),
+    el("span", { class: "tv-ol-n", text: String(second) }),
+    el("span", { class: "tv-ol-n", text: humanBytes(entry.residual_bytes) }));
+    const what = group ? `${entry.calls} calls of ${entry.name}` : node.depth === 0 ? "the whole program" : entry.name;
+    row.title = `${what}: ${entry.forward} forward and ${second} ${forward ? "tangent" : "backward"} equations, ` +
+      `keeps ${entry.residual_bytes.toLocaleString("en")} bytes` + (entry.status ? `; checks: ${entry.status}` : "") +
+      (group ? "; click to show the calls" : this.readOnly ? "" : "; click to go there");
+    row.classList.toggle("tv-ol-open", open);
+    if (node.children.length) row.setAttribute("aria-expanded", String(open));
+    row.tvNode = node;
+    node.el = row;
+    return row;
+  }
+
+  click(event) {
+    const row = event.target.closest(".tv-ol-row");
+    if (!row) return;
+    if (row.tvMore) {
+      const node = row.tvMore;
+      this.shown.set(node.key, (this.shown.get(node.key) ?? OUTLINE_CHUNK) + OUTLINE_CHUNK);
+      this.render();
+      return;
+    }
+    const node = row.tvNode;
+    if (!node) return;
+    const { entry } = node;
+    if (event.target.closest(".tv-ol-bp")) {
+      if (this.readOnly || entry.kind !== "scope" || node.depth === 0) return;
+      this.view.send({ action: "breakpoint", target: entry.path, on: !row.classList.contains("tv-ol-has-bp") });
+    } else if (entry.kind === "group" || (event.target.closest(".tv-ol-twisty") && node.children.length)) {
+      this.toggle(node);
+    } else if (!this.readOnly) {
+      this.view.send({ action: "run_to", target: entry.path });
+    }
+  }
+
+  toggle(node) {
+    if (this.open.has(node.key)) this.open.delete(node.key);
+    else this.open.add(node.key);
+    this.render();
+  }
+
+  /* The cursor's entry and the breakpoints, for a frame. */
+  paint(frame) {
+    if (!this.root) return;
+    const scope = (frame.step && frame.step.scope) || frame.scope || [];
+    let node = null;
+    for (let d = scope.length; d >= 0 && !node; d--) node = this.scopes.get(JSON.stringify(scope.slice(0, d)));
+    node = node || this.root;
+    const chain = [];
+    for (let n = node; n; n = n.parent) chain.unshift(n);
+    let drawn = this.root;                      // the deepest of them drawn
+    for (const n of chain) {
+      if (!n.el || n.el.parentNode !== this.list) break;
+      drawn = n;
+    }
+    this.list.dataset.scope = scope.join("/");
+    this.list.dataset.cursor = drawn.entry.path.join("/");
+    if (drawn !== this.cursor) {
+      if (this.cursor && this.cursor.el) this.cursor.el.classList.remove("tv-ol-cursor", "tv-ol-within");
+      this.cursor = drawn;
+      this.reveal(drawn.el);
+    }
+    drawn.el.classList.add("tv-ol-cursor");
+    drawn.el.classList.toggle("tv-ol-within", drawn !== node);    // the cursor is in a call folded away
+    const breakpoints = JSON.stringify(frame.breakpoints || []);
+    if (breakpoints !== this.breakpoints) {
+      this.breakpoints = breakpoints;
+      const set = new Set((frame.breakpoints || []).filter(Array.isArray).map((t) => JSON.stringify(t)));
+      const inside = new Set();
+      for (const [path, n] of this.scopes) {
+        const on = set.has(path);
+        if (on) for (let p = n.parent; p; p = p.parent) inside.add(p);
+        if (n.el) n.el.classList.toggle("tv-ol-has-bp", on);
+      }
+      const paint = (n) => {
+        if (n.el) n.el.classList.toggle("tv-ol-bp-inside", inside.has(n) && !this.open.has(n.key));
+        n.children.forEach(paint);
+      };
+      paint(this.root);
+    }
+  }
+
+  /* Scroll the outline (not the page) to show a row. */
+  reveal(row) {
+    const box = this.list;
+    if (!row || !box.clientHeight) return;
+    const top = row.offsetTop, bottom = top + row.offsetHeight;
+    if (top < box.scrollTop || bottom > box.scrollTop + box.clientHeight) {
+      box.scrollTop = Math.max(0, top - box.clientHeight / 3);
+    }
+  }
+}
+
 class View {
   constructor(model, root) {
     this.model = model;
@@ -694,6 +958,8 @@ class View {
     this.ui = skeleton(root);
     this.graph = new GraphPane(this);
     this.listing = new Listing(this);
+    this.outline = new Outline(this);
+    this.reversed = false;         // the "backwards" toggle of the stepping-by-call buttons
     this.playing = null;
     this.listen();
     this.onMessage = (msg) => this.answer(msg);
@@ -773,6 +1039,12 @@ class View {
       else this.ui[part].innerHTML = html;
       if (part === "closure") this.ui.closure.hidden = !html;
     }
+    const outline = this.model.get("_outline");
+    if (dirty.has("_outline") && this.applied._outline !== outline) {
+      this.applied._outline = outline;
+      this.outline.show(outline);
+      changed = true;
+    }
     const legend = this.model.get("_legend") || "";
     if (dirty.has("_legend") && this.applied._legend !== legend) {
       this.applied._legend = legend;
@@ -822,6 +1094,11 @@ class View {
     const target = action === "step" ? index : action === "last" ? frame.step.n - 1
       : STEPPING[action](frame.step.index);
     this.send(action === "step" ? { action, index } : { action });
+    this.guess(frame, target);
+  }
+
+  /* Paint step target at once when it was sent ahead (the kernel's answer confirms it). */
+  guess(frame, target) {
     const hit = this.ahead.get(`${frame.context}#${Math.min(Math.max(target, 0), frame.step.n - 1)}`);
     const listing = hit && (hit.listing ?? this.listings.get(String(hit.window)));
     if (!frame.context || listing === undefined) return;
@@ -876,6 +1153,31 @@ class View {
       ui[action].addEventListener("click", () => this.stepTo(action));
     }
     on(ui.goto, "goto"); on(ui.check, "checks");
+    // stepping by call: Shift, or the "backwards" toggle, goes towards the start of the tape
+    const back = (event) => this.reversed !== event.shiftKey;
+    ui.stepInto.addEventListener("click", (event) => {       // the next (previous) step: painted at once
+      const reverse = back(event), frame = this.frame;
+      this.send({ action: "step_into", reverse });
+      this.guess(frame, frame.step.index + (reverse ? -1 : 1));
+    });
+    for (const [node, action] of [[ui.stepOver, "step_over"], [ui.stepOut, "step_out"], [ui.cont, "cont"],
+      [ui.failure, "failure"]]) {
+      node.addEventListener("click", (event) => this.send({ action, reverse: back(event) }));
+    }
+    ui.nonfinite.addEventListener("click", (event) => this.send({ action: "nonfinite", from_cursor: !back(event) }));
+    ui.reverse.addEventListener("click", () => {
+      this.reversed = !this.reversed;
+      ui.reverse.setAttribute("aria-pressed", String(this.reversed));
+      this.root.classList.toggle("tv-reversed", this.reversed);
+    });
+    ui.breakpoints.addEventListener("click", (event) => {
+      const chip = event.target.closest("[data-target]");
+      if (chip && !this.frame.offline) this.send({ action: "breakpoint", target: JSON.parse(chip.dataset.target), on: false });
+    });
+    ui.listing.addEventListener("mouseover", (event) => {
+      const gutter = event.target.closest(".tv-gutter");
+      if (gutter && !gutter.title && !this.frame.offline) gutter.title = GUTTER_TITLE;
+    });
     ui.play.addEventListener("click", () => this.togglePlay());
     ui.slider.addEventListener("input", () => { ui.counter.textContent = `${ui.slider.value} / ${ui.slider.max}`; });
     ui.slider.addEventListener("change", () => this.stepTo("step", Number(ui.slider.value) - 1));
@@ -891,6 +1193,14 @@ class View {
     });
     // a click on any variable (listing, inspector, residuals, closure panel) or graph node selects it
     this.root.addEventListener("click", (event) => {
+      const gutter = event.target.closest(".tv-listing .tv-gutter");
+      if (gutter) {                // the left edge of an equation's line: its breakpoint
+        const line = gutter.closest(".tv-eq[data-var]");
+        if (line && !this.frame.offline) {
+          this.send({ action: "breakpoint", target: line.dataset.var, on: !line.classList.contains("tv-bp") });
+        }
+        return;
+      }
       const node = event.target.closest("g.node");
       if (this.graph.dragged) {
         this.graph.dragged = false;
@@ -960,6 +1270,10 @@ class View {
     ui.phase.dataset.checks = frame.checks.state;
     setText(ui.phaseText, step.text);
     setText(ui.phaseWrites, `writes ${step.writes}`);
+    const scope = step.scope || frame.scope || [];
+    ui.phase.dataset.scope = scope.join("/");
+    setText(ui.phaseScope, scope.length ? `in ${scope.join(" \u203a ")}` : "");
+    this.paintNavigation(frame);
     setProperty(ui.slider, "max", String(step.n));
     setProperty(ui.slider, "value", String(step.index + 1));
     setText(ui.counter, `${step.index + 1} / ${step.n}`);
@@ -980,9 +1294,37 @@ class View {
     if (checks !== this.checksShown) this.paintChecks(frame.checks);
     this.checksShown = checks;
     this.decorate(this.root);
+    this.outline.paint(frame);
     const at = `${frame.granularity} ${step.start}`;     // a selection keeps where the user scrolled
     if (at !== this.revealed) this.listing.reveal(step);
     this.revealed = at;
+  }
+
+  /* The stepping-by-call buttons (disabled on a static page, saying why) and the breakpoints. */
+  paintNavigation(frame) {
+    const { ui } = this;
+    const offline = frame.offline || "";
+    if (offline !== this.offlineShown) {
+      this.offlineShown = offline;
+      for (const node of [ui.stepInto, ui.stepOver, ui.stepOut, ui.reverse, ui.cont, ui.nonfinite, ui.failure]) {
+        node.dataset.title ??= node.title;
+        node.disabled = !!offline;
+        node.title = offline || node.dataset.title;
+      }
+      this.root.classList.toggle("tv-offline", !!offline);
+    }
+    const targets = frame.breakpoints || [];
+    const shown = JSON.stringify(targets);
+    if (shown === this.breakpointsShown) return;
+    this.breakpointsShown = shown;
+    ui.breakpoints.dataset.count = String(targets.length);
+    ui.breakpoints.replaceChildren(
+      el("span", targets.length ? { class: "tv-caption", text: "breakpoints:" }
+        : offline ? { class: "tv-caption", text: "needs a running kernel" }
+          : { class: "tv-caption", text: "no breakpoints", title: "click the left edge of a line in the listing, " +
+            "or of a call in the outline, to set one" }),
+      ...targets.map((t) => el("button", { class: "tv-bp-chip", type: "button", "data-target": JSON.stringify(t),
+        title: `clear the breakpoint at ${describeTarget(t)}`, text: `\u25cf ${describeTarget(t)} \u00d7` })));
   }
 
   paintChecks(checks) {
@@ -1018,6 +1360,7 @@ class View {
     const partners = new Set(sel.partners);
     const partnerVars = new Set(sel.vars);
     const written = new Set(step.written);
+    const breakpoints = new Set((frame.breakpoints || []).filter((t) => !Array.isArray(t)));
     for (const node of scope.querySelectorAll(".tv-listing .tv-eq[data-eq]")) {
       const i = Number(node.dataset.eq);
       const place = when(i, step);
@@ -1026,6 +1369,7 @@ class View {
       node.classList.toggle("tv-future", place === "future");
       node.classList.toggle("tv-partner", partners.has(i));
       node.classList.toggle("tv-sel", i === sel.producer);
+      node.classList.toggle("tv-bp", breakpoints.has(node.dataset.var));
     }
     for (const node of scope.querySelectorAll(".tv-listing tr[data-row]")) {
       node.classList.toggle("tv-cursor-row", Number(node.dataset.row) === step.row);
@@ -1125,7 +1469,7 @@ class Session {
       _listing: data.listing, _residuals: data.residuals, _legend: data.legend,
       _inspector: data.html[focus.inspector],
       _closure: state.closure ? data.html[focus.closure] : "",
-      _dot: data.dots[step.dot],
+      _dot: data.dots[step.dot], _outline: data.outline,
     };
     const changed = Object.keys(values).filter((k) => values[k] !== this.values[k]);
     this.values = values;
