@@ -159,18 +159,20 @@ class Recorder:
         tracer(s). Every traced operation runs this: the common cases come first, inline."""
         inputs, values = [], []
         for x in operands:      # operand(x), its common cases inline
-            if type(x) is Tracer and x._rec is self and x._base is None:
+            t = type(x)
+            if t is Tracer and x._rec is self and x._base is None:
                 inputs.append(x.variable)
                 values.append(x.value)
-            elif type(x) in SCALAR_AVALS:
-                inputs.append(Lit(x, SCALAR_AVALS[type(x)]))
+            elif t in SCALAR_AVALS:
+                inputs.append(Lit(x, SCALAR_AVALS[t]))
                 values.append(x)
             else:
                 var, value = self.operand(x)
                 inputs.append(var)
                 values.append(value)
         inputs = tuple(inputs)
-        stand_ins = not self.symbolic.isdisjoint(inputs) if self.symbolic else False
+        symbolic = self.symbolic
+        stand_ins = not symbolic.isdisjoint(inputs) if symbolic else False
         try:
             if stand_ins and prim.checks_values:
                 out = values[0]
