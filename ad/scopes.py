@@ -53,7 +53,7 @@ class scope:  # noqa: N801  (used like a function: ``with ad.scope("encoder")``)
 
     def __new__(cls, name=None):
         if callable(name):              # bare @ad.scope
-            return _mark(name, call_name(name.__code__, named=False))
+            return _mark(name, None)
         if not isinstance(name, str) or not name:
             raise TypeError(f"ad.scope takes a non-empty name (a str), not {name!r}")
         self = super().__new__(cls)
@@ -91,12 +91,13 @@ def _changed():
         rec.scope_changed()
 
 
-def _mark(fn, name: str):
+def _mark(fn, name: str | None):
+    """``fn``, its calls named ``name`` (None: its own name) in every trace from now on."""
     code = getattr(fn, "__code__", None)
     if code is None:
         raise TypeError(f"@ad.scope decorates Python functions; {fn!r} has no code of its own "
                         "(wrap the call in `with ad.scope(name):` instead)")
-    NAMED[code] = name
+    NAMED[code] = name if name is not None else call_name(code, named=False)
     _CODES.pop(code, None)
     return fn
 

@@ -209,6 +209,8 @@ def test_scope_names_are_checked():
         ad.scope("")
     with pytest.raises(TypeError, match="no code of its own"):
         ad.scope("x")(np.sin)
+    with pytest.raises(TypeError, match="no code of its own"):
+        ad.scope(Layer)
 
 
 def test_helpers_inside_ad_and_numpy_never_appear():
