@@ -7,6 +7,10 @@ A frame is ``{"eqns", "pane", "mode", "granularity", "step", "selected", "sel", 
 "message", "checks"}`` (``mode``: "reverse", or "forward" for a linearization): ``step`` (``step_part``) depends on the cursor alone, ``sel`` (``sel_part``) on the
 selection alone, ``checks`` (``checks_part``) on the last report. The outline pane reads the
 program's scope tree (``outline_part``) once, and again after checks (its status marks).
+
+A static page embeds no frame per step: ``steps_part`` (each step's place, phase line and scope)
+and ``tape_part`` (the equations' operands, results, rows, phases and scopes) let the view derive
+``step`` and ``sel`` for any cursor and selection itself (``static/debugger.js``, ``Session``).
 """
 from __future__ import annotations
 
@@ -25,6 +29,73 @@ def step_part(model: DebugModel) -> dict:
             "writes": writes_text(model), "written": model.written(), "current": model.current,
             "start": step.start, "stop": step.stop, "row": model.row_of_eqn[step.start],
             "scope": list(model.nav.scope_of())}
+
+
+PHASES = ("forward", "backward", "tangent")         # phase codes of tape_part
+EDGE_KINDS = ("data", "residual", "accumulate")       # an operand's edge kind (``tapeviz.graph``)
+
+
+def steps_part(model: DebugModel) -> dict:
+    """Every step at both granularities, as ``step_part`` gives the parts that need the model
+    (the phase line, the scope); the view derives the rest (``Session.stepPart``)."""
+    out = {}
+    saved = model.granularity, model.index
+    try:
+        for g, steps in model.steps.items():
+            model.granularity = g
+            scopes = model.nav.layout(g).scopes
+            out[g] = []
+            for k, s in enumerate(steps):
+                model.index = k
+                out[g].append({"start": s.start, "stop": s.stop, "phase": s.phase, "text": model.phase_line(),
+                               "scope": list(scopes[k])})
+    finally:
+        model.granularity, model.index = saved
+    return out
+
+
+def tape_part(model: DebugModel) -> dict:
+    """The tape as the view reads it to derive a step's and a selection's parts: the variables
+    by name (``vars``, the model's ``var_attrs`` order; everything else refers to them by
+    position), each one's producing equation (-1: an input), phase and whether it is a residual;
+    per equation its results, its operands (distinct variables, each with the kind of its edge
+    in the graph, an index of ``EDGE_KINDS``), its phase (an index of ``PHASES``), its row, the
+    variable its origin is about (-1: none) and its scope (an index of ``scopes``: pairs of
+    parent index and name, the top level ``()`` first)."""
+    g = model.graph
+    names = list(model.var_attrs)
+    index = {n: k for k, n in enumerate(names)}
+    phase = {p: k for k, p in enumerate(PHASES)}
+    kind = {k: n for n, k in enumerate(EDGE_KINDS)}
+    scopes: dict[tuple, int] = {(): 0}
+    table = [[-1, ""]]
+
+    def scope_index(path: tuple) -> int:
+        k = scopes.get(path)
+        if k is None:
+            parent = scope_index(path[:-1])
+            k = scopes[path] = len(table)
+            table.append([parent, path[-1]])
+        return k
+
+    outputs, inputs, phases, ofs, scope = [], [], [], [], []
+    for e in model.eqns:
+        eid = "eq/" + repr(e.outputs[0])
+        outputs.append([index[repr(v)] for v in e.outputs])
+        operands = []
+        for u, edge in g.pred[eid].items():
+            if u in index:
+                operands += [index[u], kind[edge["kind"]]]
+        inputs.append(operands)
+        phases.append(phase[e.origin.kind.phase])
+        ofs.append(index.get(repr(e.origin.of), -1) if e.origin.of is not None else -1)
+        scope.append(scope_index(tuple(e.scope)))
+    attrs = model.var_attrs
+    return {"vars": names, "producer": [model.producer_index.get(n, -1) for n in names],
+            "vphase": [phase[attrs[n]["phase"]] for n in names],
+            "residual": [k for k, n in enumerate(names) if attrs[n].get("residual")],
+            "outputs": outputs, "inputs": inputs, "phase": phases, "row": list(model.row_of_eqn), "of": ofs,
+            "scope": scope, "scopes": table}
 
 
 def outline_part(model: DebugModel) -> dict:

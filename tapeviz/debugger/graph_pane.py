@@ -1,15 +1,25 @@
 """The debugger's graph pane: the Graphviz source of the neighbourhood of the cursor (never the
 whole tape), the current equation framed, what the step wrote and failed checks tinted; the
-browser lays it out, the kernel's long-lived ``dot`` draws it when the browser cannot."""
+browser lays it out, the kernel's long-lived ``dot`` draws it when the browser cannot.
+
+A static page embeds no DOT per step: ``pane_data`` gives what every drawing is made of, once
+(each node's label rows and tooltip, escaped here, its cluster and its look; the constant
+statements), and the view writes the source of any step's neighbourhood from it
+(``static/debugger.js``, ``PaneSource``): the same text ``GraphPane.dot`` gives, byte for byte
+(``tapeviz.draw``'s ``_Canvas`` for a window of the detail graph, ported)."""
 from __future__ import annotations
 
 import contextlib
+import re
 import warnings
 from collections import OrderedDict
 
+import graphviz
+
 from .. import labels
-from ..draw import to_graphviz
-from ..escaping import html_attr, html_text
+from ..draw import CLUSTER_COLOURS, FONT, SCOPE_LOOKS, to_graphviz
+from ..escaping import dot_text, dot_value, html_attr, html_text
+from ..graph import BACKWARD_BLOCK, PUSHFORWARD_BLOCK
 from ..figures import export_bytes
 from ..renderer import RenderError, RenderWarning, choose, render
 from .dot import DOT
@@ -91,6 +101,155 @@ class GraphPane:
         with graphviz_quiet():
             return export_bytes(self.model.graph, format, window=window, current=current, tint=tint,
                                 title=title)
+
+
+# -- the pane's source, written by the browser -----------------------------------------------------
+
+PHASES = ("forward", "backward", "tangent")
+STYLES = tuple(labels.KINDS)
+_ROW = re.compile(r"<TR>.*?</TR>", re.S)
+_SCOPE_LABELS = {"forward": "{}", "backward": "pullback of {}", "tangent": "pushforward of {}"}
+
+
+def _attrs(attrs: dict) -> str:
+    """``[k=v ...]`` as ``tapeviz.draw`` writes attribute lists."""
+    return "[" + " ".join(f"{k}={dot_value(v)}" for k, v in attrs.items()) + "]"
+
+
+def _tip(text: str) -> str:
+    """A tooltip's text as it stands between the quotes of ``tooltip="..."`` (``dot_text`` then
+    ``dot_value``, character by character: its lines are interned apart and joined again)."""
+    return dot_value(dot_text(text))[1:-1]
+
+
+def pane_data(model: DebugModel, k: int, fragment, scope_ids: dict) -> dict:
+    """What the view needs to write the pane's source at any step (see the module): ``fragment``
+    interns a string (a label row, a tooltip line) and returns its index; ``scope_ids`` numbers
+    the scope paths (``frames.tape_part``'s ``scopes``). Per equation ``eq``
+    and per variable ``var`` (drawn apart from its equation): ``cells`` (label rows), ``style``
+    (an index of ``STYLES``), ``failed``, ``tip`` (tooltip lines; a variable's are its name
+    and these); per equation ``block`` (its pullback, pushforward or rule cluster, an index of
+    ``blocks``: name and attributes) and ``align`` (the variable it is put level with, -1:
+    none); ``scopeAttrs``: per phase, scope number -> the attributes of its cluster."""
+    g = model.graph
+    nodes = g.nodes
+    index = {n: i for i, n in enumerate(model.var_attrs)}
+    upward = bool(g.graph["gradient"])
+    style_code = {s: i for i, s in enumerate(STYLES)}
+
+    def cells(rows, style: str, failed: bool) -> list[int]:
+        label = labels.node_attrs(rows, style, failed=failed, current=False, tint=None, labels="html")["label"]
+        inner = label[label.index(">", 2) + 1:-len("</TABLE>>")]
+        parts = _ROW.findall(inner)
+        assert "".join(parts) == inner, "a label row holds a row"
+        return [fragment(r) for r in parts]
+
+    def failure_lines(*ds) -> list[str]:
+        return [f"{name}: {message}" for d in ds if d for name, message in d.get("failures", ())]
+
+    eq = {"cells": [], "style": [], "failed": [], "tip": [], "block": [], "align": []}
+    blocks: dict[tuple, int] = {}
+    scopes_used: set = set()
+    origins = PUSHFORWARD_BLOCK + (BACKWARD_BLOCK if upward else ())
+    firsts = {**g.graph.get("pushforwards", {}), **(g.graph["blocks"] if upward else {})}
+    for e in model.eqns:
+        eid = "eq/" + repr(e.outputs[0])
+        d = nodes[eid]
+        out = nodes[d["outputs"][0]] if len(d["outputs"]) == 1 else None
+        style = labels.style_of(d if d["kind"] == "guard" else out or d)
+        failures = failure_lines(d, out)
+        eq["cells"].append(cells(labels.equation_rows(d, out), style, bool(failures)))
+        eq["style"].append(style_code[style])
+        eq["failed"].append(int(bool(failures)))
+        scope = d.get("scope") or ()
+        tip = "\n".join(filter(None, [d["provenance"], scope and "in " + "/".join(scope), d["source"],
+                                      d["source_line"]]))
+        eq["tip"].append([fragment(t) for t in _tip("\n".join([tip, *failures])).split("\n")])
+        phase, of = d["phase"], d["of"]
+        name = label = None
+        if of is not None and phase == "backward" and d["origin"] in BACKWARD_BLOCK:
+            name, label = f"cluster_pullback_{of}", f"pullback of {of} ({d['rule']})"
+        elif of is not None and phase == "tangent" and d["origin"] in PUSHFORWARD_BLOCK:
+            name, label = f"cluster_pushforward_{of}", f"pushforward of {of} ({d['rule']})"
+        elif of is not None and phase == "forward" and len(g.graph["instances"].get(of, ())) > 1:
+            name, label = f"cluster_rule_{of}", f"rule {d['rule']} \u2192 {of}"
+        block = -1
+        if name is not None:
+            attrs = _attrs({"label": labels.plain(label, "html"), "style": "rounded,dashed",
+                            "color": "#22d3ee" if phase == "tangent" else "#a78bfa", "fontsize": "9",
+                            "labeljust": "l"})
+            block = blocks.setdefault((name, attrs), len(blocks))
+        eq["block"].append(block)
+        aligned = of is not None and d["origin"] in origins and firsts[of][0] == eid
+        eq["align"].append(index.get(of, -1) if aligned else -1)
+        scopes_used.add((phase, tuple(scope)))
+    var = {"cells": [], "style": [], "failed": [], "tip": {}}
+    for n, d in model.var_attrs.items():
+        producer = nodes[d["producer"]] if d.get("producer") else None
+        style = labels.style_of(d)
+        failures = failure_lines(d)
+        var["cells"].append(cells(labels.variable_rows(d, producer), style, bool(failures)))
+        var["style"].append(style_code[style])
+        var["failed"].append(int(bool(failures)))
+        if failures:
+            var["tip"][str(index[n])] = [fragment(t) for t in _tip("\n".join([n, *failures])).split("\n")]
+    fail_tint = sorted({index[repr(v)] for i, marks in model.marks.items()
+                        if any(m.status == "fail" for m in marks) for v in model.eqns[i].outputs})
+    return {"head": _head(), "k": k, "hops": g.graph.get("hops_per_step", 1), "upward": upward,
+            "styles": list(STYLES), "looks": [_look(labels.KINDS[s]) for s in STYLES],
+            "failedLook": _look(labels.FAILED), "currentLook": _look(labels.CURRENT),
+            "tint": labels.TINT, "failTint": FAILED_TINT, "failTinted": fail_tint,
+            "rounded": ["input", "parameter"], "edges": _edge_attrs(upward),
+            "tops": {p: _attrs({"label": labels.plain(p, "html", bold=True), "style": "rounded",
+                                "color": "#cbd5e1", "fontsize": "12", "labeljust": "l",
+                                "bgcolor": CLUSTER_COLOURS[p]}) for p in PHASES},
+            "scopeAttrs": _scope_attrs(scopes_used, scope_ids),
+            "blocks": [[name, attrs] for name, attrs in blocks], "eq": eq, "var": var}
+
+
+def _look(look) -> list:
+    return [look.frame, look.background, look.width]
+
+
+def _head() -> str:
+    """The statements before the body: graph, node and edge attributes (``tapeviz.draw``'s,
+    with no legend and no title)."""
+    graph_attr = {"rankdir": "TB", "newrank": "true", "nodesep": "0.3", "ranksep": "0.3", "fontname": FONT,
+                  "fontsize": "11"}
+    source = graphviz.Digraph("tape", graph_attr=graph_attr, body=[],
+                              node_attr={"shape": "plain", "fontname": FONT, "fontsize": "10"},
+                              edge_attr={"arrowsize": "0.6", "color": "#6b7280"}).source
+    assert source.endswith("}\n")
+    return source[:-2]
+
+
+def _edge_attrs(upward: bool) -> dict:
+    """An edge's attribute list by kind, [in the forward or tangent column, in the backward
+    column] (drawn upwards there in the joint view of a gradient)."""
+    out = {}
+    for kind, (attrs, _) in labels.EDGES.items():
+        pair = []
+        for backward in (False, True):
+            d = dict(attrs)
+            if backward and upward:
+                d["dir"] = "back"
+            pair.append(" " + _attrs(d) if d else "")
+        out[kind] = pair
+    return out
+
+
+def _scope_attrs(used: set, scope_ids: dict) -> dict:
+    """The attributes of the scope clusters a drawing may make: per phase, a scope's number ->
+    its attribute list, for every scope an equation of that phase is in and their parents."""
+    out: dict = {p: {} for p in PHASES}
+    for phase, scope in used:
+        for depth in range(1, len(scope) + 1):
+            path, look = scope[:depth], SCOPE_LOOKS[phase]
+            label = labels.plain(_SCOPE_LABELS[phase].format(path[-1]), "html")
+            out[phase][str(scope_ids[path])] = _attrs({"label": label, "style": "rounded,filled", "color": look[0],
+                                                       "fillcolor": look[2 - len(path) % 2], "fontcolor": look[0],
+                                                       "fontsize": "10", "labeljust": "l"})
+    return out
 
 
 @contextlib.contextmanager

@@ -6,8 +6,9 @@
    Graphviz source; _outline: the program's scope tree, drawn by the Outline pane) and sends every
    user action as a message ({action: "next"}, {action: "step_over", reverse: true}, ...). In a
    notebook the model is anywidget's and Python answers by updating the traits; on a static page
-   it is a Session built from the states the page embeds, which answers the same messages (but
-   stepping by call and breakpoints, which need the kernel: disabled there, saying why). What
+   it is a Session built from the tape the page embeds, which answers the same messages,
+   deriving the traits Python would send (a step's part and the graph pane's source: PaneSource;
+   but stepping by call and breakpoints, which need the kernel: disabled there, saying why). What
    depends on the cursor or the selection (current line, partners, tints, notes) is applied here
    by classes, so one listing or card serves every step. The listing is virtualised (only the
    rows in view are in the DOM; their heights follow from the markup, so scrolling to the current
@@ -167,7 +168,11 @@ async function loadGraphviz(source) {
   }
   const url = URL.createObjectURL(new Blob([source], { type: "text/javascript" }));
   try {
-    return (await workerGraphviz(url)) ?? (await mainGraphviz(url));
+    const graphviz = (await workerGraphviz(moduleWorker(url), { type: "module" })) ??
+      (await workerGraphviz(CLASSIC_WORKER, {}, { source }));
+    if (graphviz) return graphviz;
+    console.warn("tapeviz: no worker for Graphviz, laying out on the main thread");
+    return await mainGraphviz(url);
   } finally {
     URL.revokeObjectURL(url);
   }
@@ -184,29 +189,53 @@ async function mainGraphviz(url) {
   }
 }
 
-/* A module worker that imports Graphviz and answers {id, dot} with {id, svg} or {id, error};
-   null when no worker starts (the caller lays out on the main thread then). */
-function workerGraphviz(url) {
-  const code = `import { Graphviz } from ${JSON.stringify(url)};
-const graphviz = await Graphviz.load();
-addEventListener("message", ({ data }) => {
+/* What a Graphviz worker does once it has Graphviz: answer {id, dot} with {id, svg} or {id, error}. */
+const ANSWER = `({ data }) => {
   let answer;
   try { answer = { id: data.id, svg: graphviz.dot(data.dot) }; } catch (error) { answer = { id: data.id, error: String(error) }; }
   postMessage(answer);
-});
+}`;
+
+/* A module worker importing Graphviz from the page's blob: URL (a page served over HTTP). */
+const moduleWorker = (url) => `import { Graphviz } from ${JSON.stringify(url)};
+const graphviz = await Graphviz.load();
+addEventListener("message", ${ANSWER});
 postMessage({ ready: true });`;
+
+/* A classic worker that is sent Graphviz's source and imports it from a blob: URL of its own: a
+   page opened from disk (file:, an opaque origin) may start no module worker from a blob: URL,
+   nor import the page's blob: URLs in one, but may start this one. */
+const CLASSIC_WORKER = `addEventListener("message", async function first({ data }) {
+  removeEventListener("message", first);
+  let graphviz;
+  try {
+    const url = URL.createObjectURL(new Blob([data.source], { type: "text/javascript" }));
+    graphviz = await (await import(url)).Graphviz.load();
+    URL.revokeObjectURL(url);
+  } catch (error) {
+    postMessage({ failed: String(error) });
+    return;
+  }
+  addEventListener("message", ${ANSWER});
+  postMessage({ ready: true });
+});`;
+
+/* A worker running code (given as text, started with options, sent hello first when given)
+   that posts {ready: true} once it has Graphviz, and then answers {id, dot}: a promise of
+   {dot(source) -> a promise of SVG, worker: true}, or of null when it does not start. */
+function workerGraphviz(code, options, hello) {
   const script = URL.createObjectURL(new Blob([code], { type: "text/javascript" }));
   return new Promise((resolve) => {
     let worker;
     const give = (value) => { clearTimeout(timer); URL.revokeObjectURL(script); resolve(value); };
     const fail = (error) => {
-      console.warn("tapeviz: no worker for Graphviz, laying out on the main thread:", error);
+      console.debug("tapeviz: a Graphviz worker did not start:", error);
       if (worker) worker.terminate();
       give(null);
     };
     const timer = setTimeout(() => fail("the worker did not start"), WORKER_READY_MS);
     try {
-      worker = new Worker(script, { type: "module" });
+      worker = new Worker(script, options);
     } catch (error) {
       fail(error);
       return;
@@ -222,6 +251,7 @@ postMessage({ ready: true });`;
       else pending.resolve(answer.svg);
     };
     const ready = ({ data }) => {
+      if (data.failed !== undefined) fail(data.failed);
       if (!data.ready) return;
       worker.removeEventListener("error", failed);
       worker.removeEventListener("message", ready);
@@ -237,6 +267,7 @@ postMessage({ ready: true });`;
     };
     worker.addEventListener("error", failed);
     worker.addEventListener("message", ready);
+    if (hello) worker.postMessage(hello);
   });
 }
 
@@ -1412,8 +1443,200 @@ class View {
   }
 }
 
-/* A model for a page with no kernel: the states Python embedded (see tapeviz/debugger/page.py)
-   answer the view's messages as the kernel would. */
+/* The graph pane's Graphviz source for any step of a static page, written here from what the
+   page embeds once (tapeviz/debugger/graph_pane.py, pane_data: each node's label rows and
+   tooltip, escaped by Python, its cluster and look; tape_part: the equations' operands and
+   results): the neighbourhood of the cursor's equation (k equations each way), the current
+   equation framed, what the step wrote and failed checks tinted. It is the text the kernel's
+   GraphPane.dot writes, byte for byte: tapeviz/draw.py's _Canvas for a window of the detail
+   graph, ported (a test compares them at every step). Nodes are numbers: equation i is i,
+   variable v is neqns + v. */
+const PHASES = ["forward", "backward", "tangent"];
+const EDGE_KINDS = ["data", "residual", "accumulate"];
+const TOPS = ["cluster_forward", "cluster_tangent", "cluster_backward"];
+const dotQuoted = (text) => text.replace(/\\/g, "\\\\").replace(/"/g, '\\"');     // graph_pane.py's dot_value
+const dotTip = (text) => dotQuoted(text.replace(/&/g, "&amp;"));                       // ... of dot_text
+
+class PaneSource {
+  constructor(tape, graph, dots) {
+    this.tape = tape;
+    this.g = graph;
+    this.dots = dots;
+    const neqns = this.neqns = tape.outputs.length;
+    this.readers = tape.vars.map(() => []);
+    tape.inputs.forEach((operands, i) => {
+      for (let j = 0; j < operands.length; j += 2) this.readers[operands[j]].push(i);
+    });
+    this.order = new Int32Array(neqns + tape.vars.length);      // inputs, then each equation and its results
+    let o = 0;
+    tape.producer.forEach((p, v) => { if (p < 0) this.order[neqns + v] = o++; });
+    tape.outputs.forEach((outputs, i) => {
+      this.order[i] = o++;
+      for (const v of outputs) this.order[neqns + v] = o++;
+    });
+    this.failTinted = new Set(graph.failTinted);
+    this.rounded = new Set(graph.rounded.map((name) => graph.styles.indexOf(name)));
+  }
+
+  /* The nodes within k equations of equation start (either way), an equation with all its
+     results, in tape order (tapeviz.graph.neighbourhood). */
+  window(start) {
+    const { tape, neqns } = this;
+    const hops = this.g.k * this.g.hops;
+    const seen = new Map([[start, 0]]);
+    const queue = [start];
+    for (let q = 0; q < queue.length; q++) {
+      const n = queue[q], d = seen.get(n);
+      if (d === hops) continue;
+      const visit = (m) => {
+        if (!seen.has(m)) {
+          seen.set(m, d + 1);
+          queue.push(m);
+        }
+      };
+      if (n < neqns) {
+        const operands = tape.inputs[n];
+        for (let j = 0; j < operands.length; j += 2) visit(neqns + operands[j]);
+        for (const v of tape.outputs[n]) visit(neqns + v);
+      } else {
+        const v = n - neqns;
+        if (tape.producer[v] >= 0) visit(tape.producer[v]);
+        for (const r of this.readers[v]) visit(r);
+      }
+    }
+    const nodes = new Set(seen.keys());
+    for (const n of seen.keys()) if (n < neqns) for (const v of tape.outputs[n]) nodes.add(neqns + v);
+    return [...nodes].sort((a, b) => this.order[a] - this.order[b]);
+  }
+
+  /* The source for the step [start, stop) (its equations' results are tinted as written). */
+  source(start, stop) {
+    const { tape, g, dots, neqns } = this;
+    const nodes = this.window(start);
+    const drawn = new Set(nodes);
+    const names = tape.vars;
+    const written = new Set();
+    for (let i = start; i < stop; i++) for (const v of tape.outputs[i]) written.add(v);
+    const single = (i) => tape.outputs[i].length === 1;
+    const id = (n) => (n >= neqns ? names[n - neqns] : single(n) ? names[tape.outputs[n][0]]
+      : `eq/${names[tape.outputs[n][0]]}`);
+    const phaseOf = (n) => PHASES[n < neqns ? tape.phase[n] : tape.vphase[n - neqns]];
+    const scopeOf = (n) => {
+      if (n < neqns) return tape.scope[n];
+      const p = tape.producer[n - neqns];
+      return p >= 0 ? tape.scope[p] : 0;
+    };
+    const scoped = nodes.some((n) => scopeOf(n) > 0);
+    const clusters = new Map();                // name -> { parent, attrs, statements }, in the order made
+    const scopeClusters = new Map();
+    const scopeCluster = (phase, scope) => {
+      if (scope === 0) {
+        const name = `cluster_${phase}`;
+        if (!clusters.has(name)) clusters.set(name, { parent: null, attrs: g.tops[phase], statements: [] });
+        return name;
+      }
+      const key = `${phase} ${scope}`;
+      let name = scopeClusters.get(key);
+      if (name === undefined) {
+        const parent = scopeCluster(phase, tape.scopes[scope][0]);
+        name = `cluster_scope_${phase}_${scopeClusters.size}`;
+        scopeClusters.set(key, name);
+        clusters.set(name, { parent, attrs: g.scopeAttrs[phase][scope], statements: [] });
+      }
+      return name;
+    };
+    const statementsOf = (n) => {
+      const phase = phaseOf(n);
+      if (n >= neqns) {                          // a result drawn apart: in its equation's cluster
+        const p = tape.producer[n - neqns];
+        if (p >= 0 && drawn.has(p)) n = p;
+      }
+      const parent = scopeCluster(phase, scoped ? scopeOf(n) : 0);
+      const block = n < neqns ? g.eq.block[n] : -1;
+      if (block < 0) return clusters.get(parent).statements;
+      const [name, attrs] = g.blocks[block];
+      if (!clusters.has(name)) clusters.set(name, { parent, attrs, statements: [] });
+      return clusters.get(name).statements;
+    };
+    const label = (cells, style, failed, current, tint) => {
+      let [frame, background, width] = failed ? g.failedLook : g.looks[style];
+      if (current) [frame, , width] = g.currentLook;
+      background = tint || background;
+      const rounded = this.rounded.has(style) ? ' STYLE="rounded"' : "";
+      return `<<TABLE BORDER="${width}" CELLBORDER="0" CELLSPACING="0" CELLPADDING="2" COLOR="${frame}" ` +
+        `BGCOLOR="${background}"${rounded}>${cells.map((c) => dots[c]).join("")}</TABLE>>`;
+    };
+    const tintOf = (v) => (written.has(v) ? g.tint : this.failTinted.has(v) ? g.failTint : null);
+    for (const n of nodes) {
+      let text, tip;
+      if (n < neqns) {
+        const tint = single(n) ? tintOf(tape.outputs[n][0]) : null;
+        text = label(g.eq.cells[n], g.eq.style[n], g.eq.failed[n], n === start, tint);
+        tip = g.eq.tip[n].map((f) => dots[f]).join("\n");
+      } else {
+        const v = n - neqns, p = tape.producer[v];
+        if (p >= 0 && drawn.has(p) && single(p)) continue;     // drawn with its equation
+        text = label(g.var.cells[v], g.var.style[v], g.var.failed[v], false, tintOf(v));
+        tip = g.var.tip[v] ? g.var.tip[v].map((f) => dots[f]).join("\n") : dotTip(names[v]);
+      }
+      const name = id(n);
+      statementsOf(n).push(`\t"${name}" [label=${text} tooltip="${tip}" id="tvn_${dotQuoted(name)}"]\n`);
+    }
+    const edges = [];
+    const edge = (u, v, kind) => {
+      const phase = phaseOf(v);
+      const backward = phase === "backward" && kind !== "residual";
+      if (kind === "data" && phase !== "forward") kind = phase;
+      let [tail, head] = [id(u), id(v)];
+      if (backward && g.upward) [tail, head] = [head, tail];
+      edges.push(`\t"${tail}" -> "${head}"${g.edges[kind][backward ? 1 : 0]}\n`);
+    };
+    const ranks = [];
+    for (const n of nodes) {
+      if (n >= neqns) continue;
+      const operands = tape.inputs[n];
+      for (let j = 0; j < operands.length; j += 2) {
+        if (drawn.has(neqns + operands[j])) edge(neqns + operands[j], n, EDGE_KINDS[operands[j + 1]]);
+      }
+      if (!single(n)) for (const v of tape.outputs[n]) edge(n, neqns + v, "data");
+      const f = g.eq.align[n];
+      if (f >= 0 && drawn.has(neqns + f)) ranks.push(`\t{rank=same; "${id(neqns + f)}"; "${id(n)}";}\n`);
+    }
+    const children = new Map();
+    for (const [name, { parent }] of clusters) {
+      if (!children.has(parent)) children.set(parent, []);
+      children.get(parent).push(name);
+    }
+    const body = [g.head];
+    const emit = (name, indent) => {
+      const { attrs, statements } = clusters.get(name);
+      body.push(`${indent}subgraph "${name}" {\n${indent}\tgraph ${attrs}\n`);
+      for (const statement of statements) body.push(indent + statement);
+      for (const child of children.get(name) || []) emit(child, `${indent}\t`);
+      body.push(`${indent}}\n`);
+    };
+    for (const name of TOPS) if (clusters.has(name)) emit(name, "\t");
+    return body.join("") + edges.join("") + ranks.join("") + "}\n";
+  }
+}
+
+/* A variable's own value card (role "value") as its partner's inspector shows it (page.py's
+   role_card). */
+const CARD = '<div class="tv-card"';
+function roleCard(card, role) {
+  const text = escapeHtml(role);
+  return card.replace(' data-role="value"', () => ` data-role="${text}"`)
+    .replace('<div class="tv-card-h">value ', () => `<div class="tv-card-h">${text} `);
+}
+
+function escapeHtml(text) {
+  return String(text).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#x27;" })[c]);
+}
+
+/* A model for a page with no kernel: the session Python embedded (see tapeviz/debugger/page.py)
+   answers the view's messages as the kernel would, deriving what the kernel sends for a step
+   (the step's part, the pane's source) and a selection (its partners, the inspector's cards,
+   the closure panel) from the tape, each thing embedded once. */
 class Session {
   constructor(data, graphviz) {
     this.data = data;
@@ -1423,6 +1646,16 @@ class Session {
     this.message = "";
     this.alert = data.checks.current;
     this.values = {};
+    const tape = this.tape = data.tape;
+    this.pane = new PaneSource(tape, data.graph, data.dots);
+    this.index = new Map(tape.vars.map((name, v) => [name, v]));
+    this.residual = new Set(tape.residual);
+    this.rows = new Map();                     // row -> { forward, backward } equations
+    tape.row.forEach((r, i) => {
+      if (!this.rows.has(r)) this.rows.set(r, { forward: [], backward: [] });
+      this.rows.get(r)[tape.phase[i] === 0 ? "forward" : "backward"].push(i);
+    });
+    this.sources = new Map();                  // `${start} ${stop}` -> the pane's source, a few kept
     this.update();
   }
 
@@ -1457,19 +1690,89 @@ class Session {
     return lo;
   }
 
+  /* A step's part, as tapeviz/debugger/frames.py's step_part gives it. */
+  stepPart(index) {
+    const steps = this.steps(), s = steps[index], { tape } = this;
+    const written = [];
+    for (let i = s.start; i < s.stop; i++) for (const v of tape.outputs[i]) written.push(tape.vars[v]);
+    return { index, n: steps.length, phase: s.phase, text: s.text,
+      writes: written.slice(0, 6).join(" ") + (written.length > 6 ? " \u2026" : ""), written,
+      current: tape.vars[tape.outputs[s.start][0]], start: s.start, stop: s.stop, row: tape.row[s.start],
+      scope: s.scope };
+  }
+
+  /* A selection's part (frames.py's sel_part): the equations on the other side of the variable's
+     equation (a forward equation's pullback block and fan-ins; a backward one's forward origin
+     and the residuals it reads; an input's gradient equations and readers). */
+  selPart(name) {
+    if (name === null) return null;
+    const { tape } = this, v = this.index.get(name), p = tape.producer[v];
+    let eqns = new Set();
+    const vars = new Set();
+    if (p < 0) {
+      const kinds = (i) => tape.inputs[i];
+      for (const r of this.pane.readers[v]) {
+        const operands = kinds(r);
+        for (let j = 0; j < operands.length; j += 2) {
+          if (operands[j] === v && EDGE_KINDS[operands[j + 1]] === "residual") eqns.add(r);
+        }
+      }
+      for (const i of this.rows.get(0)?.backward || []) if (tape.of[i] === v) eqns.add(i);
+    } else if (tape.phase[p] === 0) {
+      eqns = new Set(this.rows.get(tape.row[p]).backward);
+    } else {
+      const operands = tape.inputs[p];
+      for (let j = 0; j < operands.length; j += 2) {
+        const x = operands[j];
+        if (this.residual.has(x) && tape.vphase[x] === 0) vars.add(x);
+      }
+      eqns = new Set(this.rows.get(tape.row[p]).forward);
+      for (const x of vars) if (tape.producer[x] >= 0) eqns.add(tape.producer[x]);
+    }
+    return { name, producer: p < 0 ? null : p, partners: [...eqns].sort((a, b) => a - b),
+      vars: [...vars].map((x) => tape.vars[x]).sort() };
+  }
+
+  /* The inspector's pair of cards: the variable's own, and its partner's (the partner's own card
+     with its role) or the empty card (page.py's _cards). */
+  inspector(name) {
+    const { vars, html } = this.data, v = vars[name];
+    let partner;
+    if (v.card !== undefined) partner = html[v.card];
+    else if (v.empty !== undefined) partner = html[v.empty];
+    else {
+      const own = html[vars[v.partner].inspector];
+      partner = roleCard(own.slice(own.indexOf(CARD)), v.role);
+    }
+    return html[v.inspector] + partner + "</div>";
+  }
+
+  closurePanel(name) {
+    return this.data.vars[name].closure.map((x) => (typeof x === "number" ? this.data.html[x] : x)).join("");
+  }
+
+  source(step) {
+    const key = `${step.start} ${step.stop}`;
+    let text = this.sources.get(key);
+    if (text === undefined) {
+      text = this.pane.source(step.start, step.stop);
+      this.sources.set(key, text);
+      if (this.sources.size > SVG_CACHE) this.sources.delete(this.sources.keys().next().value);
+    }
+    return text;
+  }
+
   update() {
     const { data, state } = this;
-    const step = this.steps()[state.index];
-    const focus = data.vars[state.selected ?? step.current];
+    const step = this.stepPart(state.index);
+    const focus = state.selected ?? step.current;
     const checks = { ...data.checks, current: this.alert };
     const values = {
       _frame: { ...data.frame, granularity: state.granularity, step, selected: state.selected,
-        sel: state.selected === null ? null : data.vars[state.selected].sel,
-        closure: state.closure, message: this.message, checks },
+        sel: this.selPart(state.selected), closure: state.closure, message: this.message, checks },
       _listing: data.listing, _residuals: data.residuals, _legend: data.legend,
-      _inspector: data.html[focus.inspector],
-      _closure: state.closure ? data.html[focus.closure] : "",
-      _dot: data.dots[step.dot], _outline: data.outline,
+      _inspector: this.inspector(focus), _closure: state.closure ? this.closurePanel(focus) : "",
+      _dot: this.source(step), _outline: data.outline,
     };
     const changed = Object.keys(values).filter((k) => values[k] !== this.values[k]);
     this.values = values;
@@ -1500,12 +1803,12 @@ class Session {
       case "select": {
         const name = String(msg.name).trim().replace(/^eq\//, "");
         if (!name) state.selected = null;
-        else if (name in this.data.vars) state.selected = name;
+        else if (Object.hasOwn(this.data.vars, name)) state.selected = name;
         else this.message = `'${name}' is not a variable of this tape; variables are named as in the listing`;
         break;
       }
       case "goto": {
-        const eqn = state.selected === null ? null : this.data.vars[state.selected].sel.producer;
+        const eqn = state.selected === null ? null : this.selPart(state.selected).producer;
         if (eqn === null) this.message = "select a variable an equation computes first";
         else state.index = this.stepOf(eqn);
         break;
@@ -1550,12 +1853,14 @@ function render({ model, el: root }) {
 
 /* A session as a page embeds it: JSON, gzip, base64 (see page.py). */
 async function unpack(text) {
-  const bytes = Uint8Array.from(atob(text.trim()), (c) => c.charCodeAt(0));
+  const binary = atob(text.trim());
+  const bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
   const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
   return JSON.parse(await new Response(stream).text());
 }
 
-/* Draw every debugger embedded in a static page (elements .tv-static holding their states). */
+/* Draw every debugger embedded in a static page (elements .tv-static holding their sessions). */
 async function mount(page, graphviz) {
   for (const holder of page.querySelectorAll(".tv-static:not([data-mounted])")) {
     holder.dataset.mounted = "true";
@@ -1567,4 +1872,4 @@ async function mount(page, graphviz) {
 }
 
 export default { render };
-export { mount };
+export { mount, unpack, PaneSource, Session };
