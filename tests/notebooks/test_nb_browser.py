@@ -3,6 +3,7 @@ unreachable: the debugger draws itself from its embedded session and steps, sele
 with no kernel and no request off the machine."""
 from __future__ import annotations
 
+import re
 
 import pytest
 from playwright.sync_api import expect
@@ -12,6 +13,7 @@ from tests.support import ROOT
 
 NOTEBOOKS = find_notebooks([ROOT / "notebooks"])
 TOUR = next(n for n in NOTEBOOKS if n.stem.endswith("tour"))
+REAL = next(n for n in NOTEBOOKS if "real_programs" in n.stem)
 
 pytestmark = pytest.mark.browser
 WAIT = 30_000          # ms: the first render compiles Graphviz (WebAssembly) on a possibly busy machine
@@ -47,4 +49,41 @@ def test_tour_steps_and_selects_from_its_embedded_session(page, server, artifact
     page.wait_for_load_state("load")
     root.scroll_into_view_if_needed()
     page.screenshot(path=str(artifacts / "notebook_tour_debugger.png"))
+    assert page.external == [] and page.errors == []
+
+
+def test_real_programs_debuggers_show_the_breakpoint_and_the_nan(page, server, artifacts):
+    """The chapter on real programs: its 40-step RNN stopped at cell#17's pullback (the outline's
+    cell x40 expands, with cell#17 at the cursor, read only), then stepping; its padded RNN stopped
+    at the first NaN, in unit inside padded_cell#5."""
+    page.goto(f"{server}/{REAL.stem}.html")
+    rnn, padded = page.locator(".tv-root").nth(0), page.locator(".tv-root").nth(1)
+    phase = rnn.locator(".tv-phase")
+    expect(phase.locator(".tv-phase-text")).to_contain_text("pullback of %107 (tanh)", timeout=WAIT)
+    expect(phase).to_have_attribute("data-scope", "cell#17")
+    expect(phase).to_have_attribute("data-selected", "%107")
+    outline = rnn.locator(".tv-outline")
+    expect(rnn.locator(".tv-outline-h")).to_contain_text("read only")
+    group = outline.locator('.tv-ol-row[data-kind="group"][data-path="cell"]')
+    expect(group).to_contain_text("cell \u00d740")
+    group.click()
+    expect(outline.locator('.tv-ol-row[data-path^="cell#"]')).to_have_count(40)
+    expect(outline.locator('.tv-ol-row[data-kind="scope"][data-path="cell#17"]')).to_have_class(
+        re.compile(r"\btv-ol-cursor\b"))
+    step = int(phase.get_attribute("data-step"))
+    rnn.locator("button.tv-next").click()
+    expect(phase).to_have_attribute("data-step", str(step + 1))
+    expect(phase).to_have_attribute("data-scope", "cell#17")
+    rnn.locator("button.tv-prev").click()
+    expect(phase).to_have_attribute("data-step", str(step))
+    nan_phase = padded.locator(".tv-phase")
+    expect(nan_phase.locator(".tv-phase-text")).to_contain_text("divide", timeout=WAIT)
+    expect(nan_phase).to_have_attribute("data-scope", "padded_cell#5/unit")
+    expect(padded.locator(".tv-value")).to_have_attribute("data-var", "%51")
+    expect(padded.locator(".tv-value")).to_contain_text("NaN 3")
+    page.wait_for_load_state("load")
+    rnn.scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts / "notebook_real_programs_breakpoint.png"))
+    padded.scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts / "notebook_real_programs_nan.png"))
     assert page.external == [] and page.errors == []

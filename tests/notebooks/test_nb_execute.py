@@ -19,8 +19,9 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 
 
-def test_the_course_has_its_nine_notebooks():
-    assert [p.name[:3] for p in NOTEBOOKS] == ["01_", "02_", "03_", "04_", "05_", "06_", "07_", "08_", "09_"]
+def test_the_course_has_its_ten_notebooks():
+    assert [p.name[:3] for p in NOTEBOOKS] == ["01_", "02_", "03_", "04_", "05_", "06_", "07_", "08_", "09_",
+                                               "10_"]
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
@@ -60,9 +61,10 @@ def test_render_command_writes_a_page_per_notebook(site):
 
 
 def test_each_debugger_embeds_its_session_and_its_page_the_scripts_once(site):
-    """The tour, the rule (in forward mode), the bug hunt, the spectra, the scipy model and the imported ONNX
-    model show a debugger each; its page carries the session it had
-    when the cell showed it, and the view's module, stylesheet and Graphviz once."""
+    """The tour, the rule (in forward mode), the bug hunt, the spectra, the scipy model, the imported ONNX
+    model and the real programs (the first of their two: the 40-step RNN) show a debugger each; its
+    page carries the session it had when the cell showed it, and the view's module, stylesheet and
+    Graphviz once."""
     sessions = {}
     for notebook in NOTEBOOKS:
         outputs = [o for c in site.executed(notebook).cells for o in c.get("outputs", ())]
@@ -88,7 +90,41 @@ def test_each_debugger_embeds_its_session_and_its_page_the_scripts_once(site):
     assert "scipy.special.gammaln" in scipy["steps"]["pullback"][scipy["start"]["index"]]["text"]
     imported = sessions.pop(next(n.stem for n in NOTEBOOKS if "onnx_import" in n.stem))
     assert imported["steps"]["pullback"][imported["start"]["index"]]["text"].endswith("pullback of %9 (im2col)")
+    real = sessions.pop(next(n.stem for n in NOTEBOOKS if "real_programs" in n.stem))
+    at = real["steps"]["pullback"][real["start"]["index"]]     # the 40-step RNN, at cell#17's pullback
+    assert at["phase"] == "backward" and at["scope"] == ["cell#17"] and real["start"]["selected"] == "%107"
+    assert at["text"].endswith("pullback of %107 (tanh) (3 equations)")
+    group = real["outline"]["children"][0]
+    assert group["kind"] == "group" and group["name"] == "cell" and group["calls"] == 40
     assert not sessions, f"unexpected debuggers in {sorted(sessions)}"
+
+
+def test_real_programs_shows_what_its_prose_says(site):
+    """The chapter on real programs: the numbers its prose states are the ones its cells print,
+    and its second debugger embeds the session stopped at the planted NaN."""
+    notebook = next(n for n in NOTEBOOKS if "real_programs" in n.stem)
+    outputs = [o for c in site.executed(notebook).cells for o in c.get("outputs", ())]
+    text = "\n".join(o.text for o in outputs if o.output_type == "stream")
+    assert "244 equations traced, 771 in the gradient tape" in text
+    assert "15 nodes; [('cell#1', 'cell#40', 40), ('cell#39', 'cell#2', 38)]" in text      # the ×40 fold
+    assert "cell ×40" in text and "... 37 more" in text                                  # the outline, folded
+    for line in ("breakpoint cell#17: forward", "breakpoint %185: forward", "breakpoint cell#17: backward"):
+        assert line in text                                                           # cont() forward, then back
+    assert "loss: nan | NaN in the gradients of ['Wh', 'Wx', 'b', 'Wo']" in text
+    assert "NaN or Inf in %51 | forward, step 46 of 108: divide → %51 | ('padded_cell#5', 'unit')" in text
+    assert "42 removed, 0 added, 41 changed, 688 same" in text
+    assert "Counter({'transpose': 38, 'full': 1, 'reshape': 1, 'power': 1, 'negative': 1})" in text
+    assert "Counter({'matmul': 38," in text and "moved from cell#40 to top level" in text
+    assert "1 removed, 1 added, 3 changed, 47 same (values compared)" in text and "@@ layer#1 @@" in text
+    svgs = [o for o in outputs if "image/svg+xml" in o.get("data", {})]
+    assert len(svgs) == 3                      # the collapsed RNN, the MLP's clusters, the rule diff
+    assert "layer#1" in svgs[1].data["image/svg+xml"] and "log_softmax" in svgs[1].data["image/svg+xml"]
+    assert "tape diff: 1 removed, 1 added, 3 changed" in svgs[2].data["image/svg+xml"]
+    embedded = [o.data[SESSION_MIME] for o in outputs if SESSION_MIME in o.get("data", {})]
+    assert len(embedded) == 2 and all("packed" in e for e in embedded)
+    nan = unpack(embedded[1]["packed"])
+    at = nan["steps"]["pullback"][nan["start"]["index"]]
+    assert at["scope"] == ["padded_cell#5", "unit"] and nan["start"]["selected"] == "%51"
 
 
 class _Resources(HTMLParser):
