@@ -13,6 +13,11 @@ pullbacks), as in ``bench_graph``. Median wall time of:
   step. Goal: under 50 ms to repaint;
 * the static pages (``dbg.to_html``) of the MLP and the CNN examples: size, and load time until
   the first graph is drawn (opened from disk, no server).
+* at scale (issue 30), a 100,000-equation gradient tape (``deep``: 3,334 calls of a ``layer``
+  that calls a ``cell`` four times): the debugger's construction in the kernel, whole and by stage
+  (goal: under 3 s), and in headless Chromium under Voila the repaint of a step over (the by-call
+  button, answered by the kernel), of a step and of the expansion of the outline's
+  ``layer ×3334`` group (goals: 50, 50 and 200 ms).
 
 The view sends the listing and the residuals without the cursor's classes (it adds them), so a
 step inside the listing's window sends neither; the listing is virtualised (only the rows in view
@@ -23,7 +28,8 @@ Worker) go in frames after the listing's. The view keeps the steps around the cu
 the kernel, with their drawings laid out meanwhile: a click repaints from them without waiting
 for the kernel (whose answer confirms the step), so the repaint does not depend on the round trip.
 
-    python -m bench.bench_widget
+    python -m bench.bench_widget           # all
+    python -m bench.bench_widget scale     # the scale section only
 """
 from __future__ import annotations
 
@@ -230,6 +236,217 @@ def static_pages() -> dict:
     return out
 
 
+# -- scale (issue 30): a 100,000-equation gradient tape --------------------------------------------
+
+SCALE_LAYERS = 3_334          # 100,024 equations in the gradient tape, 73,351 steps
+SCALE_START = 1_000           # the browser measures start at this layer's first step
+
+
+def cell(h, w):
+    """One call: three forward equations, four in its pullback."""
+    return np.tanh(h * w + 0.1)
+
+
+def layer(h, w):
+    """An equation of its own (a step over from it runs the four calls of ``cell`` whole)."""
+    h = h * 0.99
+    for _ in range(4):
+        h = cell(h, w)
+    return h
+
+
+def deep(h, layers, w=0.9):
+    """The scale program: ``layers`` calls of ``layer`` (30 gradient equations each), so the
+    outline folds them into ``layer ×3334``, each holding ``cell ×4``."""
+    for _ in range(layers):
+        h = layer(h, w)
+    return np.sum(h)
+
+
+def _stage_targets():
+    """(stage, owner, attribute): the functions a debugger's construction runs, each timed."""
+    import ad
+    from tapeviz.debugger import graph_pane, listing, model, navigation, widget
+    return [("trace and lift (ad.grad_tape)", ad, "grad_tape"),
+            ("the primal trace (ad.trace: the rules as built)", ad, "trace"),
+            ("every variable's value (eval_tape)", model, "values_of"),
+            ("the graph (tapeviz.to_networkx)", model, "to_networkx"),
+            ("the model: rows, steps, indices", widget, "DebugModel"),
+            ("the residuals table", model.DebugModel, "residual_table"),
+            ("the scope tree (ad.scopes.scope_tree)", navigation, "scope_tree"),
+            ("the outline (folded, as JSON)", widget, "outline_part"),
+            ("the steps' scopes and frames", navigation.Navigation, "layout"),
+            ("the listing's window", listing.Listing, "render"),
+            ("the inspector and the residuals pane", widget, "inspector_html"),
+            ("the inspector and the residuals pane", widget, "residuals_html"),
+            ("the graph pane's DOT", graph_pane.GraphPane, "dot")]
+
+
+def construction_stages(layers: int = SCALE_LAYERS) -> dict:
+    """``tapeviz.debug`` of the scale program, timed whole (wall and CPU) and by stage: each
+    stage's own wall time (its callees' stages excluded), the rest being the widget, its traits
+    and the first frame."""
+    targets = _stage_targets()
+    times: dict = {}
+    children: list = []
+
+    def timed(fn, stage):
+        def run(*args, **kwargs):
+            children.append(0.0)
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                took = time.perf_counter() - t0
+                times[stage] = times.get(stage, 0.0) + took - children.pop()
+                if children:
+                    children[-1] += took
+        return run
+
+    saved = [(owner, name, getattr(owner, name)) for _, owner, name in targets]
+    for (stage, owner, name), (_, _, fn) in zip(targets, saved):
+        setattr(owner, name, timed(fn, stage))
+    try:
+        debug(deep, np.ones(3), 10)                          # imports, templates
+        runs = []
+        for _ in range(3):
+            times.clear()
+            t0, c0 = time.perf_counter(), time.process_time()
+            dbg = debug(deep, np.ones(3), layers)
+            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+            runs.append({**times, "rest: the widget, its traits, the first frame": wall - sum(times.values()),
+                         "total (wall)": wall, "total (CPU)": cpu})
+            equations, steps = len(dbg.model.eqns), dbg.n_steps
+            del dbg
+    finally:
+        for owner, name, fn in saved:
+            setattr(owner, name, fn)
+    keys = list(runs[0])
+    return {"equations": equations, "steps": steps, "stages": {k: statistics.median(r.get(k, 0.0) for r in runs)
+                                                               for k in keys}}
+
+
+SCALE_JS = """async ([what, clicks, gap]) => {
+  const root = document.querySelector('.tv-root');
+  const phase = root.querySelector('.tv-phase');
+  // as CLICK_JS: ends[k] is when animation frame k ended (its callbacks and the task after it)
+  let measuring = true;
+  const ends = [], waiting = [];
+  const frames = () => {
+    setTimeout(() => {
+      ends.push(performance.now());
+      for (const wait of waiting.splice(0)) (ends.length > wait.k ? wait.done(ends[wait.k]) : waiting.push(wait));
+    });
+    if (measuring) requestAnimationFrame(frames);
+  };
+  requestAnimationFrame(frames);
+  const ended = (k) => new Promise((done) => waiting.push({ k, done }));
+  const until = (node, there) => new Promise((done) => {
+    if (there()) return done();
+    const seen = new MutationObserver(() => { if (there()) { seen.disconnect(); done(); } });
+    seen.observe(node, { attributes: true, childList: true, subtree: node !== phase });
+  });
+  const out = [];
+  for (let k = 0; k < clicks; k++) {
+    if (gap) await new Promise((done) => setTimeout(done, gap));
+    const before = Number(phase.dataset.step);
+    let t0;
+    if (what === "expand") {
+      // a group row of the outline (layer x3334): expanded by a click, collapsed again untimed
+      const row = root.querySelector('.tv-ol-row.tv-ol-group[data-path="layer"]');
+      const list = row.parentNode, rows = list.children.length;
+      t0 = performance.now();
+      row.click();
+      await until(list, () => list.children.length > rows);
+      out.push((await ended(ends.length)) - t0);
+      row.click();
+      await until(list, () => list.children.length === rows);
+      await ended(ends.length);
+      continue;
+    }
+    t0 = performance.now();
+    root.querySelector(what === "over" ? 'button.tv-step-over' : 'button.tv-next').click();
+    await until(phase, () => Number(phase.dataset.step) !== before);
+    const t1 = await ended(ends.length);
+    await until(phase, () => phase.dataset.confirmed === "true");
+    out.push(t1 - t0);
+    await ended(ends.length);            // the frame's after-work (residuals, the graph) under way
+  }
+  measuring = false;
+  return out;
+}"""
+
+
+def browser_scale(layers: int = SCALE_LAYERS) -> dict:
+    """Voila serving a notebook whose debugger stands at the first step of layer#1000 of the
+    scale program: repaints of a step over (the by-call button: the kernel answers; one click
+    after the other, and 0.7 s apart), of a step (*next*) and of the expansion of the outline's
+    ``layer ×3334`` group (collapsed again between two)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from tests.support.browser import TOKEN, Server, free_port, jupyter_env, launch
+
+    folder = Path(tempfile.mkdtemp())
+    code = ("import time\nimport numpy as np\nimport tapeviz\nfrom bench.bench_widget import deep\n"
+            f"t0 = time.perf_counter()\ndbg = tapeviz.debug(deep, np.ones(3), {layers})\n"
+            "built = time.perf_counter() - t0\n"
+            f"dbg.run_to(('layer#{SCALE_START}',))\ndbg")
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)], metadata={
+        "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}), folder / "scale.ipynb")
+    port = free_port()
+    server = Server([sys.executable, "-m", "voila", str(folder / "scale.ipynb"), "--no-browser",
+                     "--Voila.ip=127.0.0.1", f"--port={port}", f"--token={TOKEN}"], folder,
+                    jupyter_env(folder / "home"), port, folder / "voila.log", "/voila/static/voila.js").start()
+    pw, browser = launch()
+    out = {}
+    try:
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        t0 = time.perf_counter()
+        page.goto(server.url("/"), wait_until="domcontentloaded")
+        page.locator(".tv-graph-pane[data-step]").wait_for(timeout=300_000)
+        out["page shown"] = time.perf_counter() - t0
+        page.wait_for_timeout(1000)
+        for what, gap in (("over", 0), ("over", 700), ("next", 0), ("expand", 0)):
+            first = page.evaluate(SCALE_JS, [what, 1, gap])[0]   # the first: rows built, steps not yet ahead
+            page.evaluate(SCALE_JS, [what, 2, gap])                # warm up
+            samples = page.evaluate(SCALE_JS, [what, CLICKS, gap])
+            out[what, gap] = {"first": first / 1000, "median": statistics.median(samples) / 1000,
+                              "worst": max(samples) / 1000,
+                              "quartiles": [q / 1000 for q in statistics.quantiles(samples, n=4)[::2]]}
+    finally:
+        browser.close()
+        pw.stop()
+        server.stop()
+    return out
+
+
+def scale_section() -> str:
+    stages = construction_stages()
+    order = [stage for stage, _, _ in _stage_targets()]
+    times = stages["stages"]
+    lines = [f"### Tape debugger at scale: {stages['equations']:,} equations ({stages['steps']:,} steps)", "",
+             "The gradient of `bench.bench_widget.deep`: 3,334 calls of a `layer` (an equation of its own "
+             "and four calls of a `cell`). Goal: the debugger opens in the kernel in under 3 s.", "",
+             "| `tapeviz.debug(deep, h, 3334)`, by stage (median of 3) | time |", "| --- | ---: |"]
+    for stage in sorted(times, key=lambda k: order.index(k) if k in order else len(order)):
+        lines.append(f"| {stage} | {format_time(times[stage])} |")
+    clicks = browser_scale()
+    lines += ["", f"Repaints in headless Chromium under Voila (median of {CLICKS}; from the first step of "
+              f"`layer#{SCALE_START}`), each until the end of the animation frame that shows it. "
+              "Goals: 50, 50 and 200 ms.", "",
+              "| action | median | middle half | slowest | the first |", "| --- | ---: | ---: | ---: | ---: |"]
+    names = {("over", 0): "a step over (the by-call button; the kernel answers), one click after the other",
+             ("over", 700): "... 0.7 s apart",
+             ("next", 0): "a step (*next*; painted from the steps sent ahead)",
+             ("expand", 0): "the outline's `layer ×3334` group expanded (its first 200 calls drawn)"}
+    for key, name in names.items():
+        c = clicks[key]
+        lines.append(f"| {name} | {format_time(c['median'])} | {' to '.join(map(format_time, c['quartiles']))} | "
+                     f"{format_time(c['worst'])} | {format_time(c['first'])} |")
+    lines += ["", f"The page (Voila: the kernel runs the notebook, the view draws) shown in "
+              f"{format_time(clicks['page shown'])}."]
+    return "\n".join(lines) + "\n"
+
+
 def run() -> str:
     results = {n: kernel_stages(n) for n in SIZES}
     header = " | ".join(f"{r['equations']:,} eqns ({r['steps']:,} steps)" for r in results.values())
@@ -258,8 +475,8 @@ def run() -> str:
     for name, p in pages.items():
         lines.append(f"| {name} | {p['equations']} | {p['bytes'] / 1e6:.2f} MB | {format_time(p['write'])} | "
                      f"{format_time(p['load'])} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n\n" + scale_section()
 
 
 if __name__ == "__main__":
-    print(run())
+    print(scale_section() if sys.argv[1:] == ["scale"] else run())

@@ -4,8 +4,10 @@ check results, and everything derived from them (partners, what a step writes, t
 In forward mode (``jvp_tape``) the tape is a linearization's and the rows pair each primal
 equation with its pushforward block: the same model, the tangent phase on the right.
 
-Everything per equation is computed once, when the model is built; a step or a selection only
-moves indices, so the view can redraw a window of a 10,000-equation tape in milliseconds.
+Everything per equation is computed in one pass when the model is built, or when first needed
+(the steps of the "primitive" granularity, the steps' scopes and frames, the residuals table,
+the scope tree); a step or a selection only moves indices, so the view can redraw a window of
+a 100,000-equation tape in milliseconds.
 
 Vocabulary: an *instance* is one firing of a rule, named by its first output (``%9``); its
 forward *body* is the equations with ``Origin(OriginKind.PRIMAL, of=%9)`` and its pullback *block* those
@@ -20,6 +22,9 @@ and a row's right side is its pushforward block.
 from __future__ import annotations
 
 import bisect
+import functools
+import gc
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -31,13 +36,14 @@ from ad.origins import OriginKind
 from ad.tape import Eqn, InvalidTapeError, Tape, Var, eval_tape, validate
 
 from ..graph import (BACKWARD_BLOCK, EQUATION_KINDS, PUSHFORWARD_BLOCK, TANGENT_KINDS, annotate,
-                     node_of, phase_of, to_networkx, values_of)
+                     node_of, to_networkx, values_of)
 from .navigation import Breakpoints, Navigation
 
 GRANULARITIES = ("pullback", "primitive")
 
 
 RIGHT_BLOCKS = BACKWARD_BLOCK + PUSHFORWARD_BLOCK    # origins of the blocks shown beside an instance
+FORWARD_KIND = OriginKind.PRIMAL                   # the one origin of the forward phase
 
 
 class Step(NamedTuple):
@@ -72,26 +78,79 @@ def build_steps(gt, granularity: str) -> list[Step]:
     if granularity not in GRANULARITIES:
         raise ValueError(f"granularity={granularity!r}; choose one of {GRANULARITIES}")
     steps: list[Step] = []
+    append = steps.append
+    primitive = granularity == "primitive"
     last_key = None
     for i, e in enumerate(gt.eqns):
         o = e.origin
+        kind = o.kind
         of = repr(o.of) if o.of is not None else None
-        phase = phase_of(o)
-        if granularity == "primitive" or of is None:
+        if primitive or of is None:
             key = None
-        elif phase == "forward":
+        elif kind is FORWARD_KIND:           # the forward phase
             key = ("body", of)
-        elif o.kind in RIGHT_BLOCKS:
+        elif kind in RIGHT_BLOCKS:
             key = ("block", of)
         else:
             key = None                     # fan-in, seed, zeros: a step each
         if key is not None and key == last_key:
             steps[-1] = steps[-1]._replace(stop=i + 1)
         else:
-            kind = o.kind.block or o.kind
-            steps.append(Step(phase, kind, i, i + 1, of, o.rule or e.prim.name))
+            append(Step(kind.phase, kind.block or kind, i, i + 1, of, o.rule or e.prim.name))
         last_key = key
     return steps
+
+
+class Steps(Mapping):
+    """The steps of a tape at each granularity (``GRANULARITIES``), each list built when first
+    read: a session that never switches to "primitive" never makes a step per equation."""
+
+    def __init__(self, gt):
+        self.gt = gt
+        self._lists: dict[str, list[Step]] = {}
+
+    def __getitem__(self, granularity: str) -> list[Step]:
+        steps = self._lists.get(granularity)
+        if steps is None:
+            if granularity not in GRANULARITIES:
+                raise KeyError(granularity)
+            steps = self._lists[granularity] = build_steps(self.gt, granularity)
+        return steps
+
+    def __iter__(self):
+        return iter(GRANULARITIES)
+
+    def __len__(self) -> int:
+        return len(GRANULARITIES)
+
+    def starts(self, granularity: str):
+        """The first equations of the steps, ascending (at "primitive", every equation)."""
+        if granularity == "primitive":
+            return range(len(self.gt.eqns))
+        return [s.start for s in self[granularity]]
+
+
+def built_in_one_go(fn):
+    """``fn`` (a session's construction) run with the cyclic garbage collector paused, as
+    ``ad.tape.gc_paused`` does: a 100,000-equation session is two million small objects, and
+    every collection meanwhile would scan those made so far again. What was made is then moved
+    to the collector's oldest generation without a scan (``gc.freeze``, ``gc.unfreeze``), where
+    the next full collection finds it: left young, it would be scanned by the first collections
+    after (on the first clicks), young, middle-aged and old in turn. A process that froze
+    objects itself keeps them frozen: the move is skipped."""
+    @functools.wraps(fn)
+    def built(*args, **kwargs):
+        if not gc.isenabled():
+            return fn(*args, **kwargs)
+        gc.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            if gc.get_freeze_count() == 0:
+                gc.freeze()
+                gc.unfreeze()
+            gc.enable()
+    return built
 
 
 @dataclass
@@ -202,14 +261,20 @@ class DebugModel:
         self.graph = to_networkx(gt, values=self.values)
         self.var_attrs = {n: d for n, d in self.graph.nodes(data=True)
                           if d["kind"] not in EQUATION_KINDS and d["kind"] != "constant"}
-        self.producer_index = {repr(v): i for i, e in enumerate(gt.eqns) for v in e.outputs}
-        self.steps = {g: build_steps(gt, g) for g in GRANULARITIES}
-        self._starts = {g: [s.start for s in steps] for g, steps in self.steps.items()}
-        self.rows, self.row_of_eqn = self._rows()
-        self.cotangents = self._cotangents()
-        self.tangents = {d["tangent_of"]: n for n, d in self.var_attrs.items() if d.get("tangent_of")}
-        self.residual_order = {r: k for k, r in enumerate(
-            n for n, d in self.var_attrs.items() if d.get("residual"))}
+        self.steps = Steps(gt)
+        self._starts: dict = {}
+        self.rows, self.row_of_eqn, self.producer_index = self._rows()
+        # one pass over the variables: tangents, residuals (in tape order), exact cotangents
+        self.tangents, residuals, exact = {}, [], []
+        for n, d in self.var_attrs.items():
+            if d.get("tangent_of"):
+                self.tangents[d["tangent_of"]] = n
+            if d.get("residual"):
+                residuals.append(n)
+            if d.get("cotangent_of") is not None:
+                exact.append((d["cotangent_of"], n))
+        self.residual_order = {r: k for k, r in enumerate(residuals)}
+        self.cotangents = self._cotangents(exact)
         self.granularity = "pullback"
         self.index = 0
         self.selected: str | None = None
@@ -222,15 +287,19 @@ class DebugModel:
         self.breakpoints = Breakpoints(self.nav.target)
 
     # -- structure -------------------------------------------------------------------------
-    def _rows(self) -> tuple[list[Row], list[int]]:
+    def _rows(self) -> tuple[list[Row], list[int], dict[str, int]]:
+        """The rows, each equation's row, and each variable's producing equation, in one pass."""
         rows = [Row(None, [], [])]
         row_of_var = {repr(v): 0 for v in self.gt.inputs}
         row_of_eqn = [0] * len(self.eqns)
+        producer: dict[str, int] = {}
         for i, e in enumerate(self.eqns):
             o = e.origin
-            if o.is_backward:
+            if o.kind is not FORWARD_KIND:       # o.is_backward, without a call per equation
                 r = row_of_var.get(repr(o.of), 0) if o.of is not None else 0
                 rows[r].backward.append(i)
+                for v in e.outputs:
+                    producer[repr(v)] = i
             else:
                 key = repr(o.of) if o.of is not None else repr(e.outputs[0])
                 r = row_of_var.get(key)
@@ -240,19 +309,21 @@ class DebugModel:
                     row_of_var[key] = r
                 rows[r].forward.append(i)
                 for v in e.outputs:
-                    row_of_var.setdefault(repr(v), r)
+                    name = repr(v)
+                    producer[name] = i
+                    row_of_var.setdefault(name, r)
             row_of_eqn[i] = r
-        return rows, row_of_eqn
+        return rows, row_of_eqn, producer
 
-    def _cotangents(self) -> dict[str, str]:
-        """Forward variable -> the variable holding its total cotangent (absent: none flows)."""
+    def _cotangents(self, exact: list[tuple[str, str]]) -> dict[str, str]:
+        """Forward variable -> the variable holding its total cotangent (absent: none flows);
+        ``exact``: (forward variable, variable) of the variables that are exactly a cotangent."""
         out = {}
         for v, c in self.gt.meta.get("cotangents", {}).items():
             if type(c) is Var:
                 out[repr(v)] = repr(c)
-        for n, d in self.var_attrs.items():          # structural zeros, returned gradients
-            of = d.get("cotangent_of")
-            if of is not None and of not in out:
+        for of, n in exact:                          # structural zeros, returned gradients
+            if of not in out:
                 out[of] = n
         return out
 
@@ -271,7 +342,11 @@ class DebugModel:
 
     def step_of(self, eqn: int, granularity: str | None = None) -> int:
         """The step (at ``granularity``, default the current one) that runs equation ``eqn``."""
-        return bisect.bisect_right(self._starts[granularity or self.granularity], eqn) - 1
+        g = granularity or self.granularity
+        starts = self._starts.get(g)
+        if starts is None:
+            starts = self._starts[g] = self.steps.starts(g)
+        return bisect.bisect_right(starts, eqn) - 1
 
     def step_to(self, i: int) -> int:
         n = self.n_steps
@@ -438,10 +513,17 @@ class DebugModel:
         if self._residual_table is not None:
             return self._residual_table
         out = self._residual_table = []
-        for name in self.residual_order:
+        consumers: dict[str, list[int]] = {name: [] for name in self.residual_order}
+        for i, e in enumerate(self.eqns):     # the graph's "residual" edges, in one pass
+            if e.origin.kind is FORWARD_KIND:
+                continue
+            for x in e.inputs:
+                if type(x) is Var:
+                    readers = consumers.get(repr(x))
+                    if readers is not None and (not readers or readers[-1] != i):
+                        readers.append(i)
+        for name, readers in consumers.items():
             d = self.var_attrs[name]
-            readers = sorted(self.graph.nodes[s]["index"] for s, e in self.graph.succ[name].items()
-                             if e["kind"] == "residual")
             producer = self.producer_index.get(name)
             value = self.values.get(name)
             nbytes = value.nbytes if isinstance(value, np.ndarray) else np.asarray(value).nbytes

@@ -106,10 +106,7 @@ class Navigation:
         scopes = []
         spans: dict = {}
         for k, s in enumerate(steps):
-            path = eqns[s.start].scope
-            for i in range(s.start + 1, s.stop):
-                if eqns[i].scope != path:
-                    path = common_prefix(path, eqns[i].scope)
+            path = _step_scope(eqns, s.start, s.stop)
             scopes.append(path)
             for d in range(len(path) + 1):
                 span = spans.get((s.phase, path[:d]))
@@ -132,7 +129,13 @@ class Navigation:
 
     def scope_of(self, index: int | None = None) -> tuple:
         """The scope of step ``index`` (default: the cursor's)."""
-        return self.layout().scopes[self.model.index if index is None else index]
+        m = self.model
+        k = m.index if index is None else index
+        lay = self._layouts.get(m.granularity)
+        if lay is not None:
+            return lay.scopes[k]
+        s = m.step_list[k]                 # one step's, without laying out every step
+        return _step_scope(m.eqns, s.start, s.stop)
 
     def frame_of(self, index: int | None = None) -> tuple:
         """The frame of step ``index`` (default: the cursor's): the innermost call whose span
@@ -297,6 +300,15 @@ class Navigation:
                 "backward": len(node.backward), "tangent": len(node.tangent),
                 "residual_bytes": node.residual_bytes, "status": worst.get(node.path, default),
                 "children": _folded(node.path, children, fold) if fold else children}
+
+
+def _step_scope(eqns, start: int, stop: int) -> tuple:
+    """The scope of the equations [start, stop): their common prefix."""
+    path = eqns[start].scope
+    for i in range(start + 1, stop):
+        if eqns[i].scope != path:
+            path = common_prefix(path, eqns[i].scope)
+    return path
 
 
 def _base(name: str) -> str:

@@ -44,7 +44,7 @@ from .graph_pane import GraphPane, legend
 from .inspector import inspector_html
 from .listing import Listing
 from .markup import static
-from .model import DebugModel, jvp_tape
+from .model import DebugModel, built_in_one_go, jvp_tape
 from .navigation import describe
 from .residuals import residuals_html
 
@@ -88,6 +88,7 @@ class TapeDebugger(anywidget.AnyWidget):
     _legend = traitlets.Unicode().tag(sync=True)
     _outline = traitlets.Dict().tag(sync=True)    # the scope tree; sent again when checks ran
 
+    @built_in_one_go          # no garbage collection while a big session is built
     def __init__(self, f, args, argnums=0, *, rows: int = 40, graph_k: int = 2):
         with np.errstate(all="ignore"):        # NaN and Inf are what one debugs: shown, not warned
             self._start(f, args, argnums, DebugModel(ad.grad_tape(f, *args, argnums=argnums), args), rows, graph_k)
@@ -102,8 +103,9 @@ class TapeDebugger(anywidget.AnyWidget):
         self._legend = legend(model.mode)
         # the rules and the overloads of their pullbacks (ad.backpropagate) as they are now: one
         # swapped later must not change what is shown
-        self.rules = {e.prim: e.prim.rule for e in self.primal.eqns}
-        self.overloads = {e.prim: dict(e.prim.overloads) for e in self.primal.eqns}
+        prims = dict.fromkeys(e.prim for e in self.primal.eqns)      # each once, in order
+        self.rules = {p: p.rule for p in prims}
+        self.overloads = {p: dict(p.overloads) for p in prims}
         self.listing_view = Listing(self.model, rows)
         self._window = None                    # the listing's rows [lo, hi) the view has
         self.graph = GraphPane(self.model, graph_k)
@@ -561,6 +563,7 @@ class JvpDebugger(TapeDebugger):
     its findings on the primal equations and their pushforward blocks; the closure-versus-lifted
     panel compares a primal equation's closure pushforward with its block's tangents."""
 
+    @built_in_one_go
     def __init__(self, f, primals, tangents, *, rows: int = 40, graph_k: int = 2):
         self.tangents = tuple(tangents)
         with np.errstate(all="ignore"):
