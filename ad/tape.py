@@ -52,7 +52,7 @@ class Aval:
     @staticmethod
     def of(value) -> "Aval":
         if isinstance(value, (np.ndarray, np.generic)):
-            return _aval(value.shape, value.dtype)
+            return interned_aval(value.shape, value.dtype)
         scalar = SCALAR_AVALS.get(type(value))
         if scalar is not None:
             return scalar
@@ -94,7 +94,7 @@ SCALAR_AVALS = {t: Aval((), np.result_type(t())) for t in (bool, float, complex)
 
 
 @functools.lru_cache(maxsize=4096)
-def _aval(shape, dtype) -> Aval:
+def interned_aval(shape, dtype) -> Aval:
     """One ``Aval`` per shape and dtype (avals are immutable): tracing and lifting ask for the
     same few again and again."""
     return Aval(shape, dtype)

@@ -36,7 +36,7 @@ from .errors import (ConcretizationError, MutationError, PlainArrayWriteError, T
                      storing_into_array, user_location, user_site)
 from .origins import Origin, OriginKind
 from .scopes import CallScopes
-from .tape import SCALAR_AVALS, Aval, Eqn, Lit, Var, freeze_params
+from .tape import SCALAR_AVALS, Aval, Eqn, Lit, Var, freeze_params, interned_aval
 from .trace_state import ACTIVE, Traced, find_recorder
 
 
@@ -191,7 +191,7 @@ class Recorder:
         else:           # new_tracer(out), inline
             if not isinstance(out, (np.ndarray, np.generic)):
                 out = np.asarray(out)[()]
-            var = Var(next(self.counter), Aval.of(out))
+            var = Var(next(self.counter), interned_aval(out.shape, out.dtype))     # Aval.of(out)
             tracers, outputs = (Tracer(self, var, out),), (var,)
             if gradient and out.dtype.kind in "fc":     # var.aval.is_float, at a fifth of its cost
                 differentiated.add(var)

@@ -280,7 +280,7 @@ class ExemplarRecorder(Recorder):
 def signature(e: Eqn) -> tuple:
     """What the template of equation ``e``'s rule depends on (but which operands need gradients),
     within one tape: its primitive, params and operands, a variable's aval by identity (tracing
-    makes one aval per shape and dtype, ``tape._aval``: two equal ones would only make two
+    makes one aval per shape and dtype, ``tape.interned_aval``: two equal ones would only make two
     signatures; a signature's avals live as long as its tape), a literal as ``_operand_key``. An
     identity is a third of the cost of the aval's fields, on every recorded operation."""
     return (e.prim, e.params) + tuple([id(x.aval) if type(x) is Var else _operand_key(x.value)
