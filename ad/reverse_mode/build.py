@@ -205,7 +205,7 @@ def build(primal: Tape, values: list, wrt: list[int], *, seed: str = "ones",
             if live:
                 ct[out] = s if out not in ct else _add(b, ct[out], s, out, None)
 
-    scopes: dict = {}        # joint variable -> its equation's scope, made when a fan-in first needs it
+    scopes = None            # joint variable -> its equation's scope, made when a fan-in first needs it
     for e, lifted, local, ops, outs, needs in reversed(instances):
         cts = list(map(ct.get, outs))
         if cts.count(None) == len(cts):
@@ -221,8 +221,9 @@ def build(primal: Tape, values: list, wrt: list[int], *, seed: str = "ones",
             if g is None or not needed:
                 continue
             if target in ct:
-                if not scopes:
-                    scopes.update((o, i[0].scope) for i in instances for o in i[4])
+                if scopes is None:      # only a tape with scopes needs the map
+                    scopes = ({o: i[0].scope for i in instances for o in i[4]}
+                              if any(f.scope for f in primal.eqns) else {})
                 g = _add(b, ct[target], g, target, e.source, scopes.get(target, ()))
             ct[target] = g
 
