@@ -147,7 +147,7 @@ class CallScopes:
         self.root = root
         self.stack: list = []
         self.known: dict = {}
-        self.version = -1                    # VERSION when ``known`` was made
+        self.version = VERSION               # VERSION when ``known`` was made
         self.calls: dict = {}                # provisional parent path -> {name: calls so far}
         self.lasting: dict = {}              # (parent path, key) -> path, for generators and blocks
         self.firsts: set = set()             # provisional paths of first calls that got a second
@@ -161,6 +161,8 @@ class CallScopes:
             new, f = [], frame
             while f not in known:
                 if f is None or f is self.root:
+                    if f is not None and not known:     # the first equation: nothing to keep
+                        return self._below((), new, first=True)
                     break
                 new.append(f)
                 f = f.f_back
@@ -176,11 +178,16 @@ class CallScopes:
         self.version = VERSION
         return path
 
-    def _below(self, path: tuple, new: list) -> tuple:
-        """The path of the frames ``new`` (innermost first), called below the end of ``stack``."""
+    def _below(self, path: tuple, new: list, first: bool = False) -> tuple:
+        """The path of the frames ``new`` (innermost first), called below the end of ``stack``
+        (``first``: below the root; the outermost user frame runs the traced function)."""
         stack, known = self.stack, self.known
         for fr in reversed(new):
             call, name, lasting = code_info(fr.f_code)
+            if call and first:      # the traced function: a call only when @ad.scope named it
+                first, call = False, fr.f_code in NAMED
+                if not call:
+                    known[fr] = (len(stack), path)
             if call:
                 path = self._enter(path, fr, name, lasting)
                 stack.append((fr, path))
