@@ -15,10 +15,12 @@ test: setup
 
 setup: system-deps $(VENV)/.installed
 
-# Debian's graphviz (`dot`) and chromium (the browser tests), installed when missing and root.
+# Debian's graphviz (`dot`), chromium (the browser tests) and nodejs (runs the static page's
+# module against the kernel's output), installed when missing and root.
 system-deps:
 	@missing=""; command -v dot >/dev/null || missing="$$missing graphviz"; \
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	command -v node >/dev/null || missing="$$missing nodejs"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    echo "installing:$$missing"; export DEBIAN_FRONTEND=noninteractive; \

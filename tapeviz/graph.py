@@ -490,10 +490,54 @@ def residuals(graph: nx.DiGraph) -> list[Residual]:
     return out
 
 
+SHARED_LIMIT = 8
+"""A window does not spread through a *shared* node of the detail graph: a variable read by more
+than this many equations (a weight every step of a loop reads, an RNN's ``Wh``; a forward value
+every pullback reads as a residual) or an equation with more than this many operand variables (a
+fan-in sum). Such a node is in a window when it is within reach, but its other readers (or
+operands) are not pulled in through it; ``left_out`` counts them, for a note beside it. Without
+the limit the window of any step of a 100,000-equation loop sharing one weight is the whole tape."""
+
+
+def shared_fan(graph, n) -> tuple[int, str] | None:
+    """(its readers, "readers") of a variable read by more than ``SHARED_LIMIT`` equations,
+    (its operand variables, "operands") of an equation with more than that many; else None.
+    Collapsed graphs have no shared nodes."""
+    if graph.graph.get("group_of") is not None:
+        return None
+    d = graph.nodes[n]
+    if d["kind"] in EQUATION_KINDS:
+        nodes = graph.nodes
+        operands = [u for u in graph.pred[n] if nodes[u]["kind"] != "constant"]
+        return (operands, "operands") if len(operands) > SHARED_LIMIT else None
+    if d["kind"] == "constant":
+        return None
+    readers = graph.succ[n]
+    return (list(readers), "readers") if len(readers) > SHARED_LIMIT else None
+
+
+def left_out(graph, nodes) -> dict[str, tuple[int, str]]:
+    """Per shared node among ``nodes`` (a window), in their order: how many of its readers (or
+    operands) the window leaves out, and which ("readers" or "operands"); only those leaving
+    some out."""
+    drawn = set(nodes)
+    out = {}
+    for n in nodes:
+        fan = shared_fan(graph, n)
+        if fan is not None:
+            missing = sum(1 for m in fan[0] if m not in drawn)
+            if missing:
+                out[n] = (missing, fan[1])
+    return out
+
+
 def neighbourhood(graph, node, k: int) -> list[str]:
     """The nodes within ``k`` steps of ``node`` (either direction), in tape order. A step is one
     equation: in the detail graph a variable, its equations and their other operands and results
-    are one step apart. Accepts a variable name for its equation and vice versa.
+    are one step apart. Accepts a variable name for its equation and vice versa. The window does
+    not spread through a shared node other than ``node`` (``SHARED_LIMIT``: a variable with many
+    readers, an equation with many operands): it is in the window, its other neighbours are not
+    reached through it (``left_out`` counts them).
 
     >>> graph = tapeviz.to_networkx(ad.trace(lambda x: np.sum(np.sin(x) * x), np.ones(3)))
     >>> tapeviz.neighbourhood(graph, "%2", 1)
@@ -508,7 +552,7 @@ def neighbourhood(graph, node, k: int) -> list[str]:
     while todo:
         n = todo.popleft()
         d = seen[n]
-        if d == hops:
+        if d == hops or (n != start and shared_fan(graph, n) is not None):
             continue
         for m in _adjacent(graph, n):
             if m not in seen:

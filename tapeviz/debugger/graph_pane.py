@@ -17,9 +17,9 @@ from collections import OrderedDict
 import graphviz
 
 from .. import labels
-from ..draw import CLUSTER_COLOURS, FONT, SCOPE_LOOKS, to_graphviz
+from ..draw import CLUSTER_COLOURS, FONT, SCOPE_LOOKS, draw, select
 from ..escaping import dot_text, dot_value, html_attr, html_text
-from ..graph import BACKWARD_BLOCK, PUSHFORWARD_BLOCK
+from ..graph import BACKWARD_BLOCK, EQUATION_KINDS, PUSHFORWARD_BLOCK, SHARED_LIMIT, left_out
 from ..figures import export_bytes
 from ..renderer import RenderError, RenderWarning, choose, render
 from .dot import DOT
@@ -79,8 +79,11 @@ class GraphPane:
         key = (current, tuple(tint.items()), self.model.checks_version, labels_kind)
         source = self._cache.get(key)
         if source is None:
-            source = self._cache[key] = to_graphviz(self.model.graph, window=window, current=current, tint=tint,
-                                                    legend=False, labels=labels_kind).source
+            graph = self.model.graph
+            nodes = select(graph, "joint", window)
+            digraph = draw(graph, nodes, "joint", current=current, tint=tint, legend=False, labels=labels_kind)
+            digraph.body.extend(more_notes(graph, nodes, labels_kind))
+            source = self._cache[key] = digraph.source
             while len(self._cache) > DOT_CACHE:
                 self._cache.popitem(last=False)
         return source
@@ -101,6 +104,35 @@ class GraphPane:
         with graphviz_quiet():
             return export_bytes(self.model.graph, format, window=window, current=current, tint=tint,
                                 title=title)
+
+
+# -- shared values: the window stops at them, a note says how much it left out --------------------
+
+MORE_COLOUR = "#6b7280"
+MORE_EDGE = ' [style=dotted arrowhead=none color="#9ca3af"]'
+MORE_TIP = "not drawn: the window does not spread through a shared value (tapeviz.graph.SHARED_LIMIT)"
+
+
+def more_notes(graph, nodes: list[str], labels_kind: str = "html") -> list[str]:
+    """The statements of the notes beside the shared nodes of a window (``graph.left_out``): a
+    small "+38 more readers" node, ``more/`` and the node's name, joined to the node's DOT node
+    by a dotted line (the operands' note of an equation above it, the readers' below); after
+    everything else, as ``PaneSource`` writes them."""
+    out = []
+    for n, (count, what) in left_out(graph, nodes).items():
+        d = graph.nodes[n]
+        shown = d["outputs"][0] if d["kind"] in EQUATION_KINDS and len(d["outputs"]) == 1 else n
+        note = f"more/{n}"
+        label = dot_value(labels.plain(f"+{count} more {what}", labels_kind))
+        out.append(f'\t"{note}" [label={label}{_more_attrs()} id={dot_value("tvm_" + n)}]\n')
+        tail, head = (note, shown) if what == "operands" else (shown, note)
+        out.append(f'\t"{tail}" -> "{head}"{MORE_EDGE}\n')
+    return out
+
+
+def _more_attrs() -> str:
+    """A note's attributes between its label and its id."""
+    return " " + _attrs({"fontsize": "8", "fontcolor": MORE_COLOUR, "tooltip": MORE_TIP})[1:-1]
 
 
 # -- the pane's source, written by the browser -----------------------------------------------------
@@ -204,7 +236,8 @@ def pane_data(model: DebugModel, k: int, fragment, scope_ids: dict) -> dict:
                                 "color": "#cbd5e1", "fontsize": "12", "labeljust": "l",
                                 "bgcolor": CLUSTER_COLOURS[p]}) for p in PHASES},
             "scopeAttrs": _scope_attrs(scopes_used, scope_ids),
-            "blocks": [[name, attrs] for name, attrs in blocks], "eq": eq, "var": var}
+            "blocks": [[name, attrs] for name, attrs in blocks], "eq": eq, "var": var,
+            "shared": SHARED_LIMIT, "more": [_more_attrs(), MORE_EDGE]}
 
 
 def _look(look) -> list:

@@ -1467,6 +1467,18 @@ class PaneSource {
     tape.inputs.forEach((operands, i) => {
       for (let j = 0; j < operands.length; j += 2) this.readers[operands[j]].push(i);
     });
+    /* Shared nodes (tapeviz.graph.shared_fan): a variable read by more than graph.shared
+       equations, an equation with more operand variables; the window stops at them. */
+    this.fan = new Map();                     // node -> [its readers or operands (nodes), what]
+    tape.inputs.forEach((operands, i) => {
+      const distinct = new Set();
+      for (let j = 0; j < operands.length; j += 2) distinct.add(neqns + operands[j]);
+      if (distinct.size > graph.shared) this.fan.set(i, [[...distinct], "operands"]);
+    });
+    this.readers.forEach((readers, v) => {
+      const distinct = new Set(readers);
+      if (distinct.size > graph.shared) this.fan.set(neqns + v, [[...distinct], "readers"]);
+    });
     this.order = new Int32Array(neqns + tape.vars.length);      // inputs, then each equation and its results
     let o = 0;
     tape.producer.forEach((p, v) => { if (p < 0) this.order[neqns + v] = o++; });
@@ -1487,7 +1499,7 @@ class PaneSource {
     const queue = [start];
     for (let q = 0; q < queue.length; q++) {
       const n = queue[q], d = seen.get(n);
-      if (d === hops) continue;
+      if (d === hops || (n !== start && this.fan.has(n))) continue;
       const visit = (m) => {
         if (!seen.has(m)) {
           seen.set(m, d + 1);
@@ -1616,7 +1628,19 @@ class PaneSource {
       body.push(`${indent}}\n`);
     };
     for (const name of TOPS) if (clusters.has(name)) emit(name, "\t");
-    return body.join("") + edges.join("") + ranks.join("") + "}\n";
+    const notes = [];                          // what the window left out at shared nodes (graph_pane's more_notes)
+    for (const n of nodes) {
+      const fan = this.fan.get(n);
+      if (fan === undefined) continue;
+      const missing = fan[0].filter((m) => !drawn.has(m)).length;
+      if (missing === 0) continue;
+      const name = n < neqns ? `eq/${names[tape.outputs[n][0]]}` : names[n - neqns];
+      const note = `more/${name}`;
+      notes.push(`\t"${note}" [label=<+${missing} more ${fan[1]}>${g.more[0]} id="tvm_${dotQuoted(name)}"]\n`);
+      const [tail, head] = fan[1] === "operands" ? [note, id(n)] : [id(n), note];
+      notes.push(`\t"${tail}" -> "${head}"${g.more[1]}\n`);
+    }
+    return body.join("") + edges.join("") + ranks.join("") + notes.join("") + "}\n";
   }
 }
 
