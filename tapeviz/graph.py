@@ -90,11 +90,6 @@ PUSHFORWARD_BLOCK = tuple(k for k in OriginKind if k.block == "pushforward")   #
 TANGENT_KINDS = frozenset(k for k in OriginKind if k.phase == "tangent")
 
 
-def phase_of(origin) -> str:
-    """An equation's phase: forward mode's tangent equations are neither forward nor backward."""
-    return origin.kind.phase
-
-
 @gc_paused
 def to_networkx(tape: Tape, *, values=None, checks=None) -> nx.DiGraph:
     """The graph of a tape or gradient tape (schema in this module's docstring).
@@ -111,7 +106,9 @@ def to_networkx(tape: Tape, *, values=None, checks=None) -> nx.DiGraph:
     if not isinstance(tape, Tape):
         raise TypeError(f"to_networkx takes an ad.Tape or ad.GradTape, not {type(tape).__name__}; "
                         "make one with ad.trace(f, *args) or ad.grad_tape(f, *args)")
-    summaries = _summaries(values)
+    # Lean for 100,000 equations: one flat loop; what depends only on an origin, (primitive, params), aval,
+    # literal value or source computed once (keyed by id(): the tape keeps them alive); networkx filled at once.
+    summary = _summaries(values).get
     n_seeds = getattr(tape, "n_seeds", 0)
     wrt = set(getattr(tape, "wrt", ())) | {tape.inputs.index(p) for p in tape.meta.get("tangents", {}).values()}
     out_names = _output_names(tape)
@@ -119,121 +116,131 @@ def to_networkx(tape: Tape, *, values=None, checks=None) -> nx.DiGraph:
     for x, label in zip(tape.outputs, out_names):
         if type(x) is Var:
             returned[x] = f"{returned[x]}, {label}" if x in returned else label
-    cotangent_of = _exact_cotangents(tape)
+    output_of, cotangent_of, tangent_of = returned.get, _exact_cotangents(tape).get, _exact_tangents(tape).get
     n_tangents = tape.meta.get("n_tangents", 0)
-    tangent_of = _exact_tangents(tape)
 
-    nodes: list = []
-    edges: dict = {}              # (source, target) -> attributes: a DiGraph, operand positions listed
+    nodes: list = []              # (name, attributes), in tape order
+    append = nodes.append
+    edges: dict = {}              # (source, target) -> (kind, positions): a DiGraph, operand positions listed
     var_attrs: dict = {}          # Var -> its attribute dict (kind decided last)
-    avals: dict = {}              # Aval -> (text, dtype text): numpy's dtype names are slow
+    avals: dict = {}              # id(Aval) -> (text, dtype text), by aval_text: numpy's dtype names are slow
 
     def aval_text(aval) -> tuple[str, str]:
-        text = avals.get(aval)
-        if text is None:
-            text = avals[aval] = (str(aval), short_dtype(aval.dtype))
+        text = avals[id(aval)] = (str(aval), short_dtype(aval.dtype))
         return text
-
-    def add_var(v: Var, phase: str, producer, label: str = "", scope: tuple = ()):
-        name = repr(v)
-        text = aval_text(v.aval)
-        attrs = {"kind": None, "phase": phase, "order": len(nodes), "scope": scope, "name": name,
-                 "shape": v.aval.shape, "dtype": text[1], "aval": text[0], "label": label,
-                 "output": returned.get(v, ""), "residual": False,
-                 "cotangent_of": cotangent_of.get(v), "tangent_of": tangent_of.get(v), "producer": producer,
-                 "value": summaries.get(name)}
-        var_attrs[v] = attrs
-        nodes.append((name, attrs))
-
-    def add_edge(u: str, v: str, kind: str, pos: int):
-        attrs = edges.get((u, v))
-        if attrs is None:
-            edges[u, v] = {"kind": kind, "positions": (pos,)}
-        else:                      # one value read twice, as in x * x
-            attrs["positions"] += (pos,)
 
     n_primal = len(tape.inputs) - n_seeds - n_tangents
     extra_phase = "backward" if n_seeds else "tangent"
     for i, (v, label) in enumerate(zip(tape.inputs, tape.input_names)):
-        add_var(v, "forward" if i < n_primal else extra_phase, None, label)
-        var_attrs[v]["kind"] = ({"backward": "cotangent", "tangent": "tangent"}[extra_phase] if i >= n_primal
-                                else "parameter" if i in wrt else "input")
+        name, text = repr(v), avals.get(id(v.aval)) or aval_text(v.aval)
+        var_attrs[v] = attrs = {
+            "kind": ({"backward": "cotangent", "tangent": "tangent"}[extra_phase] if i >= n_primal
+                     else "parameter" if i in wrt else "input"),
+            "phase": "forward" if i < n_primal else extra_phase, "order": len(nodes), "scope": (), "name": name,
+            "shape": v.aval.shape, "dtype": text[1], "aval": text[0], "label": label, "output": output_of(v, ""),
+            "residual": False, "cotangent_of": cotangent_of(v), "tangent_of": tangent_of(v), "producer": None,
+            "value": summary(name)}
+        append((name, attrs))
 
-    lines: dict = {}
-    params_text: dict = {}
-    blocks: dict = {}
-    pushforwards: dict = {}
-    instances: dict = {}
+    # texts by source, by (primitive, params) (kind, name, params), by id(literal value); by id(Origin)
+    lines, prims, lit_texts, origins = {}, {}, {}, {}
+    blocks, pushforwards, instances = {}, {}, {}
+    by_kind = {k: (k.phase, blocks if k in BACKWARD_BLOCK else pushforwards if k in PUSHFORWARD_BLOCK
+                   else instances if k.phase == "forward" else None, k.phase != "forward",
+                   "accumulate" if k is OriginKind.ACCUMULATE else "data") for k in OriginKind}
     for index, e in enumerate(tape.eqns):
-        eid = "eq/" + repr(e.outputs[0])
-        origin = e.origin
-        phase = phase_of(origin)
-        of = repr(origin.of) if origin.of is not None else None
-        if of is not None:
-            group = (blocks if origin.kind in BACKWARD_BLOCK else pushforwards if origin.kind in PUSHFORWARD_BLOCK
-                     else instances if phase == "forward" else None)
-            if group is not None:
-                group.setdefault(of, []).append(eid)
+        outputs, origin = e.outputs, e.origin
+        out0 = repr(outputs[0])
+        eid = "eq/" + out0
+        o = origins.get(id(origin))
+        if o is None:
+            kind, of = origin.kind, origin.of
+            phase, group, reads_fwd, data_kind = by_kind[kind]
+            of = None if of is None else repr(of)
+            group = None if of is None or group is None else group.setdefault(of, [])
+            o = origins[id(origin)] = (phase, of, group, kind, origin.rule, origin.describe(), reads_fwd, data_kind)
+        phase, of, group, kind, rule, provenance, reads_fwd, data_kind = o
+        if group is not None:
+            group.append(eid)
+        scope = e.scope
         literals = []
         for pos, x in enumerate(e.inputs):
             if type(x) is Var:
                 src = var_attrs[x]
-                if phase != "forward" and src["phase"] == "forward":
-                    kind = "residual"
+                if reads_fwd and src["phase"] == "forward":
+                    edge_kind = "residual"
                     src["residual"] = True
                 else:
-                    kind = "accumulate" if origin.kind is OriginKind.ACCUMULATE else "data"
-                add_edge(src["name"], eid, kind, pos)
+                    edge_kind = data_kind
+                key = (src["name"], eid)
+                had = edges.get(key)           # not None: one value read twice, as in x * x
+                edges[key] = (edge_kind, (pos,)) if had is None else (had[0], had[1] + (pos,))
             else:
-                text = format_literal(x.value)
+                text = lit_texts.get(id(x.value)) or lit_texts.setdefault(id(x.value), format_literal(x.value))
                 literals.append((pos, text))
-                lid = f"lit/{e.outputs[0]!r}.{pos}"
-                nodes.append((lid, {"kind": "constant", "phase": phase, "order": len(nodes), "scope": e.scope,
-                                    "value": text, "aval": aval_text(x.aval)[0]}))
-                add_edge(lid, eid, "data", pos)
-        if e.source not in lines:
-            lines[e.source] = source_line(e.source)
-        params = _params_text(params_text, e)
-        nodes.append((eid, {
-            "kind": "guard" if e.prim.kind == "guard" else "equation", "phase": phase, "order": len(nodes),
-            "scope": e.scope, "index": index,
-            "primitive": e.prim.name, "params": params, "literals": literals,
-            "outputs": [repr(v) for v in e.outputs], "source": e.source,
-            "source_line": lines[e.source], "origin": origin.kind, "of": of, "rule": origin.rule,
-            "provenance": origin.describe()}))
-        for pos, v in enumerate(e.outputs):
-            add_var(v, phase, eid, scope=e.scope)
-            add_edge(eid, var_attrs[v]["name"], "result", pos)
+                lid = f"lit/{out0}.{pos}"
+                append((lid, {"kind": "constant", "phase": phase, "order": len(nodes), "scope": scope,
+                              "value": text, "aval": (avals.get(id(x.aval)) or aval_text(x.aval))[0]}))
+                had = edges.get((lid, eid))
+                edges[lid, eid] = ("data", (pos,)) if had is None else (had[0], had[1] + (pos,))
+        source = e.source
+        line = lines[source] if source in lines else lines.setdefault(source, source_line(source))
+        try:
+            prim = prims[e.prim, e.params]
+        except KeyError:
+            prim = prims[e.prim, e.params] = _prim_texts(e)
+        except TypeError:                  # unhashable params
+            prim = _prim_texts(e)
+        append((eid, {
+            "kind": prim[0], "phase": phase, "order": len(nodes), "scope": scope, "index": index,
+            "primitive": prim[1], "params": prim[2], "literals": literals,
+            "outputs": [out0] if len(outputs) == 1 else [repr(v) for v in outputs], "source": source,
+            "source_line": line, "origin": kind, "of": of, "rule": rule, "provenance": provenance}))
+        for pos, v in enumerate(outputs):
+            name = out0 if pos == 0 else repr(v)
+            aval = v.aval
+            text = avals.get(id(aval)) or aval_text(aval)
+            var_attrs[v] = attrs = {
+                "kind": None, "phase": phase, "order": len(nodes), "scope": scope, "name": name,
+                "shape": aval.shape, "dtype": text[1], "aval": text[0], "label": "", "output": output_of(v, ""),
+                "residual": False, "cotangent_of": cotangent_of(v), "tangent_of": tangent_of(v), "producer": eid,
+                "value": summary(name)}
+            append((name, attrs))
+            had = edges.get((eid, name))
+            edges[eid, name] = ("result", (pos,)) if had is None else (had[0], had[1] + (pos,))
 
     for pos, x in enumerate(tape.outputs):
         if type(x) is Lit:
-            nodes.append((f"lit/out.{pos}", {"kind": "constant", "phase": "forward", "order": len(nodes), "scope": (),
-                                             "value": format_literal(x.value), "aval": str(x.aval),
-                                             "output": out_names[pos]}))
+            append((f"lit/out.{pos}", {"kind": "constant", "phase": "forward", "order": len(nodes), "scope": (),
+                                       "value": format_literal(x.value), "aval": str(x.aval),
+                                       "output": out_names[pos]}))
     for attrs in var_attrs.values():
         if attrs["kind"] is None:
             attrs["kind"] = ("output" if attrs["output"] else "residual" if attrs["residual"]
                              else "intermediate" if attrs["phase"] == "forward"
                              else "tangent" if attrs["phase"] == "tangent" else "cotangent")
 
+    gradient = any(o[3] is not OriginKind.PRIMAL for o in origins.values())
     graph = nx.DiGraph(blocks=blocks, pushforwards=pushforwards, instances=instances, failures=[], hops_per_step=2,
-                       gradient=any(e.origin.is_backward for e in tape.eqns))
-    graph.add_nodes_from(nodes)
-    graph.add_edges_from((u, v, attrs) for (u, v), attrs in edges.items())
+                       gradient=gradient)
+    graph.add_nodes_from([name for name, _ in nodes])
+    if len(graph) == len(nodes):         # each name once: fill networkx's own (empty) node dicts in order
+        for (_, data), (_, attrs) in zip(graph.nodes(data=True), nodes):
+            data.update(attrs)
+    else:                                # a name given twice (a malformed tape): later attributes win
+        graph.add_nodes_from(nodes)
+    shared: dict = {}                    # attributes per (kind, positions): add_edges_from copies them
+    graph.add_edges_from([(u, v, shared.get(a) or shared.setdefault(a, {"kind": a[0], "positions": a[1]}))
+                          for (u, v), a in edges.items()])
     if checks is not None:
         annotate(graph, checks)
     return graph
 
 
-def _params_text(cache: dict, e: Eqn) -> str:
-    """``axis=(1,) keepdims=True``, formatted once per distinct (primitive, params)."""
-    try:
-        return cache[e.prim, e.params]
-    except KeyError:
-        text = cache[e.prim, e.params] = " ".join(f"{k}={format_param(v)}" for k, v in e.params)
-        return text
-    except TypeError:                  # unhashable params
-        return " ".join(f"{k}={format_param(v)}" for k, v in e.params)
+def _prim_texts(e: Eqn) -> tuple[str, str, str]:
+    """An equation's node kind, primitive name and params text (``axis=(1,) keepdims=True``)."""
+    return ("guard" if e.prim.kind == "guard" else "equation", e.prim.name,
+            " ".join(f"{k}={format_param(v)}" for k, v in e.params))
 
 
 def _output_names(tape: Tape) -> list[str]:
@@ -309,7 +316,10 @@ def values_of(tape: Tape, *args, cotangents=()) -> dict[str, object]:
 def _summaries(values) -> dict[str, str]:
     if not values:
         return {}
-    return {k if isinstance(k, str) else repr(k): summarize(v) for k, v in values.items()}
+    ndarray, few = np.ndarray, "{:.4g}".format      # summarize's commonest case inline: a few floats
+    return {k if isinstance(k, str) else repr(k): f"[{', '.join(map(few, v.tolist()))}]"
+            if type(v) is ndarray and v.ndim == 1 and v.dtype.kind == "f" and 0 < v.size <= 4 else summarize(v)
+            for k, v in values.items()}
 
 
 def summarize(value) -> str:
