@@ -33,7 +33,7 @@ import numpy as np
 import ad
 from ad import pytree
 from ad.origins import OriginKind
-from ad.tape import Eqn, InvalidTapeError, Tape, Var, eval_tape, validate
+from ad.tape import Eqn, InvalidTapeError, Tape, Var, eval_tape, gc_paused, validate
 
 from ..graph import (BACKWARD_BLOCK, EQUATION_KINDS, PUSHFORWARD_BLOCK, TANGENT_KINDS, annotate,
                      node_of, to_networkx, values_of)
@@ -138,18 +138,17 @@ def built_in_one_go(fn):
     the next full collection finds it: left young, it would be scanned by the first collections
     after (on the first clicks), young, middle-aged and old in turn. A process that froze
     objects itself keeps them frozen: the move is skipped."""
+    paused = gc_paused(fn)
+
     @functools.wraps(fn)
     def built(*args, **kwargs):
-        if not gc.isenabled():
-            return fn(*args, **kwargs)
-        gc.disable()
+        collecting = gc.isenabled()
         try:
-            return fn(*args, **kwargs)
+            return paused(*args, **kwargs)
         finally:
-            if gc.get_freeze_count() == 0:
+            if collecting and gc.get_freeze_count() == 0:
                 gc.freeze()
                 gc.unfreeze()
-            gc.enable()
     return built
 
 

@@ -18,6 +18,7 @@ from ad.tape import Var
 from tapeviz.diffing import Change, TapeDiff, ValueDiff, compare_values, diff
 from tapeviz.renderer import available, render
 from tests.support import ROOT
+from tests.support.needs import needs
 
 
 # -- helpers ---------------------------------------------------------------------------------
@@ -297,7 +298,7 @@ def test_hostile_names_are_escaped_in_the_html():
     assert {k for _, keys in tags for k in keys} == {"class", "style", "open", "data-scope"}
 
 
-@pytest.mark.skipif("dot" not in available(), reason="needs the system Graphviz (the wasm build has no HTML labels)")
+@needs("dot" in available(), "the system Graphviz (the wasm build has no HTML labels)")
 @pytest.mark.parametrize("labels", ["html", "text"])
 def test_hostile_names_are_escaped_in_the_svg(labels):
     a, b, args = HOSTILE
@@ -320,9 +321,8 @@ def test_the_same_diff_gives_the_same_bytes():
         return str(d), d._repr_html_(), d.to_graphviz().source
     first, second = outputs(), outputs()
     assert first == second
-    if "dot" in available():
-        d = diff(*HOSTILE[:2], HOSTILE[2])
-        assert render(d.to_graphviz(), "svg") == render(d.to_graphviz(), "svg")
+    d = diff(*HOSTILE[:2], HOSTILE[2])
+    assert render(d.to_graphviz(), "svg") == render(d.to_graphviz(), "svg")
 
 
 def test_the_renderings_do_not_depend_on_the_hash_seed():
