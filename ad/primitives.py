@@ -164,6 +164,16 @@ def unique_name(name: str) -> str:
     return f"{name}_{k}"
 
 
+def binds(prim: Primitive):
+    """Mark a function as ``prim``'s public spelling (``ad.nn.relu`` binds ``relu_p``), so that
+    ``lookup``, and so ``ad.backpropagate`` and ``ad.check_rule``, take the function for the
+    primitive. Only for functions that pass their operands to ``prim`` as they are."""
+    def mark(fn):
+        fn.primitive = prim
+        return fn
+    return mark
+
+
 def lookup(f) -> Primitive:
     """The primitive of a numpy function, a user ``@primitive`` function or a primitive itself."""
     if isinstance(f, Primitive):

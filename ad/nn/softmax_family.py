@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..lib.reductions import expand_to, normalize_axis
-from ..primitives import Primitive
+from ..primitives import Primitive, binds
 from ..rules import rrule
 from ..samples import IMAGES, MATRIX, Sample
 
@@ -71,16 +71,19 @@ def _logsumexp_rule(x, axis, keepdims):
     return y, lambda dy: (expand_to(dy, x.shape, axis, keepdims) * (e / total),)
 
 
+@binds(softmax_p)
 def softmax(x, axis=-1):
     """``exp(x) / sum(exp(x))`` along ``axis`` (an int or a tuple), stable for large inputs."""
     return softmax_p.bind(x, axis=normalize_axis(axis, np.ndim(x)))
 
 
+@binds(log_softmax_p)
 def log_softmax(x, axis=-1):
     """``x - logsumexp(x, axis, keepdims=True)``, stable."""
     return log_softmax_p.bind(x, axis=normalize_axis(axis, np.ndim(x)))
 
 
+@binds(logsumexp_p)
 def logsumexp(x, axis=-1, keepdims=False):
     """``log(sum(exp(x), axis))`` without overflow; ``axis=None`` reduces everything."""
     axis = tuple(range(np.ndim(x))) if axis is None else normalize_axis(axis, np.ndim(x))

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from ..primitives import Primitive
+from ..primitives import Primitive, binds
 from ..rules import scalar_rule
 from ..samples import IMAGES, MATRIX, In, Sample
 
@@ -52,16 +52,19 @@ scalar_rule(sigmoid_p, lambda x, y: y - y * y)      # reuses the output: no exp 
 scalar_rule(relu_p, lambda x, y: y > 0)             # dy * mask: the gradient at 0 is 0, as in PyTorch
 
 
+@binds(erf_p)
 def erf(x):
     """The error function, elementwise (``torch.erf``, ``scipy.special.erf``)."""
     return erf_p.bind(x)
 
 
+@binds(sigmoid_p)
 def sigmoid(x):
     """The logistic function ``1 / (1 + exp(-x))``, stable for large ``|x|``."""
     return sigmoid_p.bind(x)
 
 
+@binds(relu_p)
 def relu(x):
     """``max(x, 0)``; the gradient at 0 is 0, as in PyTorch."""
     return relu_p.bind(x)

@@ -230,3 +230,18 @@ def test_an_overload_that_cannot_be_lifted_is_refused_by_name_where_it_would_be_
             ad.grad(f)(X)
         with pytest.raises(ad.NonDifferentiableError, match="coerces"):
             ad.jvp(relu, (X,), (np.ones(3),))
+
+
+def test_a_library_function_stands_for_its_primitive():
+    """``ad.nn.relu`` is ``relu_p``'s spelling (``ad.primitives.binds``): an overload registered
+    on the function is the primitive's, and removing it through the primitive restores the rule."""
+    loss = lambda x: np.sum(ad.nn.relu(x))            # noqa: E731
+    ad.backpropagate(ad.nn.relu, "dense")(one_at_zero)
+    try:
+        assert ad.nn.relu_p.overloads["dense"] is one_at_zero
+        assert_all({form: ad.grad(loss, form=form)(X) for form in GRAD_FORMS}, OVERLOAD)
+    finally:
+        ad.backpropagate.remove(ad.nn.relu_p, "dense")
+    assert_all({form: ad.grad(loss, form=form)(X) for form in GRAD_FORMS}, RULE)
+    assert ad.primitives.lookup(ad.nn.softmax) is ad.nn.softmax_p
+    assert ad.check_rule(ad.nn.log_softmax, np.linspace(-1.0, 2.0, 6).reshape(2, 3)).ok
