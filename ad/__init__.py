@@ -11,15 +11,15 @@ from .checks import check, check_rule
 from .compiler.backends import compile  # noqa: A001  (backend="numpy" or "fused")
 from .compiler.codegen import Compiled
 from .core_prims import project
-from .errors import (ConcretizationError, MutationError, NonDifferentiableError, PlainArrayWriteError, TraceError,
-                     UnsupportedFunctionError)
+from .errors import (BatchedBranchError, ConcretizationError, MutationError, NonDifferentiableError,
+                     PlainArrayWriteError, TraceError, UnsupportedFunctionError)
 from .forward_mode.pushforward import Pushforward, frule
 from .forward_mode.transposition import NotLinearError, transpose
 from .gradtape import Fallback, GradTape, partition
 from .origins import Origin, OriginKind
 from .passes import op_counts, optimize
 from .primitives import REGISTRY, Primitive, defer
-from .rules import backpropagate, linear_rule, non_differentiable, primitive, rrule, scalar_rule, using_rule
+from .rules import backpropagate, batch_rule, linear_rule, non_differentiable, primitive, rrule, scalar_rule, using_rule
 from .scopes import scope
 from .serialize import load, save
 from .tangents import NoTangent, Thunk, ZeroTangent, thunk, unthunk
@@ -28,11 +28,12 @@ from .tracing import trace
 from .transforms.gradients import grad, grad_tape, value_and_grad, vjp
 from .transforms.jacobians import hessian, hvp, jacfwd, jacobian, jacrev
 from .transforms.linearization import jvp, linearize
+from .transforms.vectorize import vmap, vmap_tape
 
 __all__ = [
     # transformations
     "trace", "scope", "grad", "value_and_grad", "vjp", "grad_tape", "partition",
-    "jvp", "linearize", "jacfwd", "jacrev", "jacobian", "hessian", "hvp", "transpose",
+    "jvp", "linearize", "jacfwd", "jacrev", "jacobian", "hessian", "hvp", "transpose", "vmap", "vmap_tape",
     # running, optimising, saving, checking tapes
     "compile", "Compiled", "optimize", "op_counts", "validate", "save", "load", "to_onnx", "from_onnx",
     "check", "check_rule",
@@ -41,10 +42,10 @@ __all__ = [
     "REGISTRY",
     # writing rules
     "rrule", "scalar_rule", "linear_rule", "non_differentiable", "primitive", "using_rule", "project",
-    "backpropagate", "frule", "Pushforward", "NoTangent", "ZeroTangent", "Thunk", "thunk", "unthunk",
+    "backpropagate", "frule", "batch_rule", "Pushforward", "NoTangent", "ZeroTangent", "Thunk", "thunk", "unthunk",
     # errors
     "TraceError", "ConcretizationError", "UnsupportedFunctionError", "MutationError",
-    "NonDifferentiableError", "NotLinearError", "PlainArrayWriteError",
+    "NonDifferentiableError", "NotLinearError", "PlainArrayWriteError", "BatchedBranchError",
 ]
 
 

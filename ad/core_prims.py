@@ -15,7 +15,7 @@ import numpy as np
 
 from .errors import GuardError
 from .primitives import Primitive
-from .rules import linear_rule, non_differentiable, rrule, scalar_rule
+from .rules import batch_rule, linear_rule, non_differentiable, rrule, scalar_rule, to_front
 from .samples import ARRAYS, BINARY, F32, F64, M34, MATRIX, F, In, Sample, Y, index
 from .tangents import NoTangent, ZeroTangent, unthunk
 from .trace_state import Traced
@@ -79,6 +79,28 @@ linear_rule(transpose_p, lambda dy, x, axes: np.transpose(dy, _unpermute(axes)))
 linear_rule(broadcast_to_p, lambda dy, x, shape: dy)   # project() sums back to x's shape
 
 
+# batching rules (ad.vmap): the batch axis first, the params shifted past it
+@batch_rule(reshape_p)
+def _reshape_batched(args, dims, shape):
+    x = to_front(args[0], dims[0])
+    return reshape_p.bind(x, shape=np.shape(x)[:1] + tuple(shape)), 0
+
+
+@batch_rule(transpose_p)
+def _transpose_batched(args, dims, axes):
+    x = to_front(args[0], dims[0])
+    axes = tuple(reversed(range(np.ndim(x) - 1))) if axes is None else axes
+    return transpose_p.bind(x, axes=(0,) + tuple(int(a) % len(axes) + 1 for a in axes)), 0
+
+
+@batch_rule(broadcast_to_p)
+def _broadcast_to_batched(args, dims, shape):
+    x = to_front(args[0], dims[0])
+    pad = len(shape) - (np.ndim(x) - 1)
+    x = np.reshape(x, np.shape(x)[:1] + (1,) * pad + np.shape(x)[1:]) if pad > 0 else x
+    return broadcast_to_p.bind(x, shape=np.shape(x)[:1] + tuple(shape)), 0
+
+
 def _sum_to(x, shape):
     shape = tuple(shape)
     x = np.asarray(x)
@@ -94,6 +116,16 @@ sum_to_p = Primitive("sum_to", _sum_to, params=("shape",), linear_in=(0,),
                      doc="Sum a broadcast cotangent back to its primal's shape (unbroadcast).", complex_rule=True,
                      samples=(Sample((M34,), {"shape": (4,)}, MATRIX), Sample((M34,), {"shape": (3, 1)}, MATRIX)))
 linear_rule(sum_to_p, lambda dy, x, shape: np.broadcast_to(dy, x.shape))
+
+
+@batch_rule(sum_to_p)
+def _sum_to_batched(args, dims, shape):
+    x = to_front(args[0], dims[0])
+    each = np.shape(x)[1:]
+    lead = len(each) - len(shape)
+    axes = tuple(range(1, lead + 1)) + tuple(1 + lead + i for i, n in enumerate(shape)
+                                             if n == 1 and each[lead + i] != 1)
+    return np.reshape(np.sum(x, axis=axes) if axes else x, np.shape(x)[:1] + tuple(shape)), 0
 
 
 def sum_to(x, shape):
@@ -243,6 +275,56 @@ def _setitem_rule(x, value, *arrays, index):
 def _index_add_rule(x, value, *arrays, index):
     y = index_add_p.bind(x, value, *arrays, index=index)
     return y, lambda dy: (dy, getitem_p.bind(dy, *arrays, index=index)) + (NoTangent(),) * len(arrays)
+
+
+# batching rules (ad.vmap): the batched operand's batch axis first, indexed by a full slice; a
+# batched index array is left to the loop over the batch
+
+_ALL = ("slice", None, None, None)
+
+
+def _batch_axis_of_index(index, arrays) -> int:
+    """Where ``x[(:,) + index]`` puts the batch axis: first, unless the index mixes integer
+    arrays (or ints) separated by other items: numpy then puts the indexed axes first."""
+    advanced = [k for k, s in enumerate(index) if isinstance(s, int) or isinstance(s, tuple) and s[0] == "array"]
+    if not arrays or advanced == list(range(advanced[0], advanced[-1] + 1)):
+        return 0
+    return len(np.broadcast_shapes(*(np.shape(a) for a in arrays)))
+
+
+def _selected_rank(shape, index, arrays) -> int:
+    """The rank of ``x[index]`` for one example's ``x`` of ``shape``."""
+    values = [getattr(a, "value", a) for a in arrays]
+    return np.ndim(np.empty(shape, dtype=bool)[build_index(index, values)])
+
+
+@batch_rule(getitem_p)
+def _getitem_batched(args, dims, index):
+    if any(d is not None for d in dims[1:]):
+        return NotImplemented
+    y = getitem_p.bind(to_front(args[0], dims[0]), *args[1:], index=(_ALL,) + tuple(index))
+    return y, _batch_axis_of_index(index, args[1:])
+
+
+def _write_batched(prim):
+    """The batching rule of a write into ``x[index]`` (``setitem``, ``index_add``): both the
+    array and the value batched, the value's batch axis ahead of the axes it broadcasts over."""
+    def rule(args, dims, index):
+        (x, value, *arrays), (dx, dv, *da) = args, dims
+        if any(d is not None for d in da) or _batch_axis_of_index(index, arrays) != 0:
+            return NotImplemented
+        size = np.shape(x)[dx] if dx is not None else np.shape(value)[dv]
+        x = to_front(x, dx) if dx is not None else np.broadcast_to(x, (size,) + np.shape(x))
+        if dv is not None:
+            value = to_front(value, dv)
+            pad = _selected_rank(np.shape(x)[1:], index, arrays) - (np.ndim(value) - 1)
+            value = np.reshape(value, np.shape(value)[:1] + (1,) * pad + np.shape(value)[1:]) if pad > 0 else value
+        return prim.bind(x, value, *arrays, index=(_ALL,) + tuple(index)), 0
+    return rule
+
+
+batch_rule(setitem_p)(_write_batched(setitem_p))
+batch_rule(index_add_p)(_write_batched(index_add_p))
 
 
 # -- guards -------------------------------------------------------------------------------------

@@ -234,6 +234,12 @@ class NonDifferentiableError(TraceError, TypeError):
     """A gradient was asked of something that has none (non-scalar output for grad, opaque tape)."""
 
 
+class BatchedBranchError(TraceError, ValueError):
+    """A branch, an integer or a conversion (a guard of the trace) on a value that differs
+    across the batch of ``ad.vmap``: each example may take its own branch, so the batched
+    program has no single answer; ``location`` is the line that branched."""
+
+
 class GuardError(ValueError):
     """A tape was run on inputs that break an assumption its trace made (a branch taken, an
     integer value): re-trace the function for these inputs (``ad.grad`` does it by itself).

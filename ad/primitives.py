@@ -88,6 +88,8 @@ class Primitive:
         such stand-ins, the check is left to the runs of the template).
     rule: the rrule, set by ``@ad.rrule``; differentiable: False for non_differentiable.
     frule: a pushforward written by hand, set by ``@ad.frule`` (else it is derived from the rule).
+    batch: its batching rule, set by ``@ad.batch_rule`` (``ad.vmap``; else one derived from its
+        traits, ``ad.batching.rule_for``, or the loop over the batch, ``ad.batching.fallback``).
     overloads: kind -> an overload of the rule's pullback, set by ``@ad.backpropagate``.
     """
 
@@ -130,6 +132,7 @@ class Primitive:
         self.checks_values = checks_values
         self.rule = None
         self.frule = None
+        self.batch = None
         self.overloads: dict[str, Callable] = {}
         self.differentiable = True
         self.__doc__ = doc or getattr(function, "__doc__", None)

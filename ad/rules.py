@@ -12,6 +12,8 @@ import contextlib
 import functools
 from typing import Callable
 
+import numpy as np
+
 from .errors import UnsupportedFunctionError
 from .primitives import Primitive, lookup, unique_name
 from .tangents import NoTangent, Thunk, ZeroTangent, unthunk
@@ -113,6 +115,34 @@ def linear_rule(f, transpose):
     rule.__qualname__ = rule.__name__ = f"{prim.name}_rule"
     prim.rule = rule
     return rule
+
+
+def batch_rule(f):
+    """Register the batching rule of a primitive (``ad.vmap``), beside its rrule.
+
+    ``rule(args, dims, **params)``: ``dims[i]`` is the batch axis of operand ``i``, or None for an
+    operand shared by the whole batch (at least one is batched); it returns ``(out, out_dim)``
+    (a tuple of dims for multiple results), or NotImplemented where it does not apply, and the
+    loop over the batch (``ad.batching.fallback``) runs the equation instead. Like a pullback,
+    it is numpy code: run on tracers, it records the batched program.
+
+    >>> cube = ad.primitive(lambda x: x * x * x)
+    >>> @ad.batch_rule(cube)
+    ... def cube_batched(args, dims):
+    ...     return cube(args[0]), dims[0]       # elementwise: any batch axis stays where it is
+    """
+    prim = lookup(f)
+
+    def register(rule):
+        prim.batch = rule
+        return rule
+    return register
+
+
+def to_front(x, dim):
+    """``x`` with its batch axis ``dim`` moved first (a shared operand, None, as it is): what most
+    batching rules do first."""
+    return x if dim is None or dim == 0 else np.moveaxis(x, dim, 0)
 
 
 def non_differentiable(*fs):

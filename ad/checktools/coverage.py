@@ -21,6 +21,9 @@ fallback), by hand (``@ad.frule``), or refused. It reads the registry after load
 and ``ad.scipy``, and runs forward mode, so this module is a consumer of the transformations
 (docs/architecture.md), not a rule module.
 
+``batching_markdown`` lists how ``ad.vmap`` batches each primitive: by a rule derived from its
+traits, by a rule of its own, or by the loop over the batch (``ad.batching``).
+
 ``python -m ad.checktools.coverage`` prints the markdown of docs/coverage.md's generated sections;
 tests/checktools/test_coverage.py fails when a name changes class without this file being updated.
 """
@@ -29,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import nn  # noqa: F401  (ad.nn's and ad.scipy's primitives join the registry)
+from ..batching import how_batched
 from ..tracing import trace
 from ..dispatch import FUNCTIONS, UFUNC_METHODS, UFUNCS, public_name
 from ..errors import NonDifferentiableError
@@ -293,6 +297,31 @@ def linear_markdown() -> str:
     return "\n".join(lines)
 
 
+BATCHING_TITLES = {
+    "derived": "Batched by a rule derived from their traits (elementwise, axis params, stacked operands, images)",
+    "hand": "Batched by a rule of their own (`@ad.batch_rule`)",
+    "loop": "Looped over the batch in one `fallback_loop` equation (no batching rule yet)",
+    "refuses": "Refusing a batched operand",
+}
+
+
+def batching_classes() -> dict[str, list[str]]:
+    """{class: [primitive names]}: how ``ad.vmap`` batches each primitive of ``library()``."""
+    classes: dict[str, list[str]] = {cls: [] for cls in BATCHING_TITLES}
+    for name, prim in library().items():
+        classes["refuses" if prim.kind == "guard" else how_batched(prim)].append(name)
+    return classes
+
+
+def batching_markdown() -> str:
+    """docs/coverage.md's section on batching (``ad.vmap``)."""
+    lines = []
+    for cls, members in batching_classes().items():
+        lines += [f"#### {BATCHING_TITLES[cls]} ({len(members)})", "",
+                  ", ".join(f"`{n}`" for n in members) or "(none)", ""]
+    return "\n".join(lines)
+
+
 def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
@@ -303,5 +332,7 @@ if __name__ == "__main__":
     print(complex_markdown())
     print("### Linearity and forward mode\n")
     print(linear_markdown())
+    print("### Batching (ad.vmap)\n")
+    print(batching_markdown())
     print("### The sweep of numpy's namespace\n")
     print(sweep_markdown())

@@ -12,7 +12,8 @@ import numpy as np
 
 from ..dispatch import implements, unsupported
 from ..primitives import Primitive
-from ..rules import rrule
+from ..batching.derived import stacked, with_rank
+from ..rules import batch_rule, rrule, to_front
 from ..samples import M34, MATRIX, F, In, Sample, Y
 from ..tangents import thunk
 
@@ -41,6 +42,49 @@ def _matmul_rule(a, b):
             return thunk(lambda: dy[..., None] * b), thunk(lambda: (_mT(a) @ dy[..., None])[..., 0])
         return thunk(lambda: dy @ _mT(b)), thunk(lambda: _mT(a) @ dy)
     return y, pullback
+
+
+@batch_rule(matmul_p)
+def _matmul_batched(args, dims):
+    """One operand batched and the other a matrix: the batch folded into the rows (or columns)
+    of one matrix product (as JAX batches dot_general), not a stack of small ones. Otherwise the
+    batch axis joins the stack axes (a vector operand made a matrix for it, a row on the left, a
+    column on the right, and the axis added dropped again)."""
+    (a, b), (da, db) = args, dims
+    if db is None and np.ndim(b) == 2 and np.ndim(a) <= 3:
+        return _batch_in_rows(to_front(a, da), b), 0
+    if da is None and np.ndim(a) == 2 and np.ndim(b) <= 3:
+        return _batch_in_columns(a, to_front(b, db)), 0
+    vector_a, vector_b = np.ndim(a) - (da is not None) == 1, np.ndim(b) - (db is not None) == 1
+    a, b = to_front(a, da), to_front(b, db)
+    a = np.expand_dims(a, -2) if vector_a else a
+    b = np.expand_dims(b, -1) if vector_b else b
+    rank = max(np.ndim(x) - (d is not None) for x, d in ((a, da), (b, db)))
+    a, b = (x if d is None else with_rank(x, 0, rank) for x, d in ((a, da), (b, db)))
+    # a contraction over one element is an outer product: elementwise, not a stack of tiny gemms
+    y = a * b if np.shape(a)[-1] == 1 else matmul_p.bind(a, b)
+    y = np.squeeze(y, -2) if vector_a else y
+    return (np.squeeze(y, -1) if vector_b else y), 0
+
+
+def _batch_in_rows(a, b):
+    """``a @ b`` for a batch of vectors or matrices ``a`` (batch first) and one matrix ``b``."""
+    if np.ndim(a) == 2:
+        return matmul_p.bind(a, b)
+    rows = matmul_p.bind(np.reshape(a, (-1, np.shape(a)[-1])), b)
+    return np.reshape(rows, np.shape(a)[:2] + np.shape(b)[-1:])
+
+
+def _batch_in_columns(a, b):
+    """``a @ b`` for one matrix ``a`` and a batch of vectors or matrices ``b`` (batch first)."""
+    if np.ndim(b) == 2:
+        return matmul_p.bind(b, np.transpose(a))
+    n_batch, k, n = np.shape(b)
+    if n == 1:      # a stack of columns: the rows of one product with a's transpose
+        rows = matmul_p.bind(np.reshape(b, (n_batch, k)), np.transpose(a))
+        return np.reshape(rows, (n_batch, np.shape(a)[0], 1))
+    columns = matmul_p.bind(a, np.reshape(np.transpose(b, (1, 0, 2)), (k, n_batch * n)))
+    return np.transpose(np.reshape(columns, (np.shape(a)[0], n_batch, n)), (1, 0, 2))
 
 
 # -- einsum ----------------------------------------------------------------------------------------
@@ -77,6 +121,17 @@ def explicit_subscripts(subscripts: str, shapes) -> str:
         letters = "".join(terms)
         out = ell + "".join(sorted(c for c in set(letters) if letters.count(c) == 1 and c not in ell))
     return ",".join(terms) + "->" + out
+
+
+@batch_rule(einsum_p)
+def _einsum_batched(args, dims, subscripts):
+    """A letter of its own for the batch axis, first in each batched operand and in the output."""
+    shapes = [np.shape(x)[:d] + np.shape(x)[d + 1:] if d is not None else np.shape(x) for x, d in zip(args, dims)]
+    ins, out = explicit_subscripts(subscripts, shapes).split("->")
+    letter = next(c for c in string.ascii_letters if c not in ins)
+    terms = [letter + t if d is not None else t for t, d in zip(ins.split(","), dims)]
+    xs = [to_front(x, d) for x, d in zip(args, dims)]
+    return einsum_p.bind(*xs, subscripts=",".join(terms) + "->" + letter + out), 0
 
 
 def _sublist(sub) -> str:
@@ -214,6 +269,8 @@ def _gufunc_primitive(uf, *inputs):
 vecdot_p = _gufunc_primitive(np.vecdot, M34, In((4,)))
 matvec_p = _gufunc_primitive(np.matvec, In((2, 3, 4)), In((4,)))
 vecmat_p = _gufunc_primitive(np.vecmat, In((3,)), In((2, 3, 4)))
+for _prim, _core in ((vecdot_p, (1, 1)), (matvec_p, (2, 1)), (vecmat_p, (1, 2))):
+    batch_rule(_prim)(stacked(_prim, *_core))
 
 
 def _conj(x):

@@ -8,7 +8,8 @@ import numpy as np
 from ..core_prims import full_p
 from ..dispatch import LIKE_FUNCTIONS, copy, implements, unsupported
 from ..primitives import Primitive
-from ..rules import linear_rule
+from ..batching.derived import elementwise
+from ..rules import batch_rule, linear_rule
 from ..samples import F, Sample
 from ..tracer import Tracer
 
@@ -17,6 +18,7 @@ array_p = Primitive("array", lambda x: np.array(x, copy=True), doc="A constant a
 
 
 linear_rule(array_p, lambda dy, x: dy)
+batch_rule(array_p)(elementwise(array_p))     # a copy, element by element
 
 
 def _recorder(like):

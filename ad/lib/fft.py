@@ -31,7 +31,8 @@ import numpy as np
 
 from ..dispatch import implements, write_out
 from ..primitives import Primitive
-from ..rules import rrule
+from ..batching.derived import shifted_axes
+from ..rules import batch_rule, rrule
 from ..samples import MATRIX, In, Sample
 from .numeric import as_array
 from .reductions import normalize_axis
@@ -162,6 +163,10 @@ def _irfftn_rule(a, s, axes, norm):
         double = _weights(s[-1], axes[-1], np.ndim(g), _real_dtype(g), 1.0, 2.0)
         return (resize(spectrum * double, axes, [np.shape(a)[ax] for ax in axes]),)
     return irfftn_p.bind(a, s=s, axes=axes, norm=norm), pullback
+
+
+for _prim in (fftn_p, rfftn_p, irfftn_p):
+    batch_rule(_prim)(shifted_axes(_prim, "axes", none_is_all=False))
 
 
 # -- numpy's functions -------------------------------------------------------------------------

@@ -8,7 +8,8 @@ import numpy as np
 from ..core_prims import index_add_p, parse_index
 from ..dispatch import UFUNC_METHODS, implements, unsupported
 from ..primitives import Primitive
-from ..rules import non_differentiable
+from ..batching.derived import shifted_axes
+from ..rules import batch_rule, non_differentiable
 from ..samples import ARRAYS, DISTINCT, NONZERO, Sample
 
 
@@ -48,6 +49,7 @@ argsort_p = Primitive("argsort", lambda x, axis: np.argsort(x, axis=axis, kind="
                       params=("axis",), function=np.argsort,
                       spelling="np.argsort({0}, axis={axis}, kind='stable')",
                       samples=(Sample((DISTINCT,), {"axis": 0}, ARRAYS),))
+batch_rule(argsort_p)(shifted_axes(argsort_p, "axis", none_is_all=False))
 non_differentiable(nonzero_p, argsort_p)
 
 

@@ -32,7 +32,8 @@ import numpy as np
 from ..dispatch import implements, unsupported
 from ..errors import NonDifferentiableError
 from ..primitives import Primitive
-from ..rules import rrule
+from ..batching.derived import stacked
+from ..rules import batch_rule, rrule, to_front
 from ..samples import MATRIX, In, Sample, matrix
 from ..tangents import ZeroTangent
 
@@ -229,6 +230,28 @@ def _solve_rule(a, b):
         db = np.linalg.solve(mT(a), dx)
         return -(db @ mT(x)), db
     return x, pullback
+
+
+# batching (ad.vmap): numpy's linalg maps stacks of matrices, so the batch axis joins the stack
+for _prim in (inv_p, det_p, slogdet_p, cholesky_p, eigh_p, svd_p, qr_p, pinv_p, eig_p):
+    batch_rule(_prim)(stacked(_prim, 2))
+
+
+@batch_rule(solve_p)
+def _solve_batched(args, dims):
+    """A 1-d b is one vector (numpy 2): batched, it becomes a stack of columns."""
+    (a, b), (da, db) = args, dims
+    vector = np.ndim(b) - (db is not None) == 1
+    if vector:
+        b = np.expand_dims(to_front(b, db), -1) if db is not None else b[:, None]
+        db = None if db is None else 0
+    elif db is not None:      # a stack of matrices b: its batch axis first, as solve's stack axes
+        b, db = to_front(b, db), 0
+    x, _ = _SOLVE_STACKED((a, b), (da, db))
+    return (np.squeeze(x, -1) if vector else x), 0
+
+
+_SOLVE_STACKED = stacked(solve_p, 2, 2)
 
 
 @rrule(det_p)

@@ -11,7 +11,8 @@ import numpy as np
 
 from ..dispatch import UFUNC_METHODS, implements, unsupported
 from ..primitives import Primitive
-from ..rules import linear_rule, non_differentiable, rrule
+from ..batching.derived import shifted_axes
+from ..rules import batch_rule, linear_rule, non_differentiable, rrule, to_front
 from ..samples import ARRAYS, DISTINCT, MATRIX, NONZERO, POSITIVE, UNARY, F, In, Sample, tie_gap
 
 
@@ -77,6 +78,23 @@ argmin_p = Primitive("argmin", lambda x, axis, keepdims: np.argmin(x, axis=axis,
 any_p = _reduction("any", np.any, samples=(Sample((NONZERO,), WHOLE),))
 all_p = _reduction("all", np.all, samples=(Sample((NONZERO,), WHOLE),))
 non_differentiable(argmax_p, argmin_p, any_p, all_p)
+for _prim in (sum_p, mean_p, prod_p, max_p, min_p, any_p, all_p):
+    batch_rule(_prim)(shifted_axes(_prim, "axis"))
+
+
+def _arg_batched(prim):
+    """argmax/argmin: axis None indexes the flattened example, so each example is flattened."""
+    def rule(args, dims, axis, keepdims):
+        x = to_front(args[0], dims[0])
+        if axis is not None:
+            return prim.bind(x, axis=axis + 1, keepdims=keepdims), 0
+        y = prim.bind(np.reshape(x, np.shape(x)[:1] + (-1,)), axis=1, keepdims=False)
+        return (np.reshape(y, np.shape(y) + (1,) * (np.ndim(x) - 1)) if keepdims else y), 0
+    return rule
+
+
+batch_rule(argmax_p)(_arg_batched(argmax_p))
+batch_rule(argmin_p)(_arg_batched(argmin_p))
 
 
 def scalar_axis(axis, ndim: int):
@@ -219,6 +237,8 @@ def _scan_handler(prim):
     return handler
 
 
+batch_rule(cumsum_p)(shifted_axes(cumsum_p, "axis", none_is_all=False))
+batch_rule(cumprod_p)(shifted_axes(cumprod_p, "axis", none_is_all=False))
 implements(np.cumsum)(_scan_handler(cumsum_p))
 implements(np.cumprod)(_scan_handler(cumprod_p))
 
@@ -285,6 +305,7 @@ running_arg_p = Primitive("running_arg", _running_extremum, params=("axis", "lar
                           samples=(Sample((DISTINCT,), {"axis": 0, "largest": True}, ARRAYS),
                                    Sample((DISTINCT,), {"axis": 0, "largest": False}, ARRAYS)))
 non_differentiable(running_arg_p)
+batch_rule(running_arg_p)(shifted_axes(running_arg_p, "axis", none_is_all=False))
 
 
 def _accumulate_extremum(largest: bool):

@@ -9,7 +9,8 @@ import numpy as np
 
 from ..dispatch import implements, unsupported
 from ..primitives import Primitive
-from ..rules import non_differentiable
+from ..batching.derived import shifted_axes
+from ..rules import batch_rule, non_differentiable, to_front
 from ..samples import ARRAYS, DISTINCT, In, Sample
 from ..tracer import Tracer
 from .numeric import as_array, traced_together
@@ -18,11 +19,22 @@ from .reductions import normalize_axis
 argpartition_p = Primitive("argpartition", lambda x, kth, axis: np.argpartition(x, kth, axis=axis),
                            params=("kth", "axis"), function=np.argpartition,
                            samples=(Sample((DISTINCT,), {"kth": 1, "axis": 0}, ARRAYS),))
+batch_rule(argpartition_p)(shifted_axes(argpartition_p, "axis", none_is_all=False))
 searchsorted_p = Primitive("searchsorted", lambda a, v, side: np.searchsorted(a, v, side=side),
                            params=("side",), function=np.searchsorted,
                            samples=(Sample((In((5,), apart=True, structure="sorted"), DISTINCT), {"side": "left"},
                                            ARRAYS),))
 non_differentiable(argpartition_p, searchsorted_p)
+
+
+@batch_rule(searchsorted_p)
+def _searchsorted_batched(args, dims, side):
+    """Elementwise in the values ``v``: a batch of them is looked up at once in a shared ``a``
+    (a batch of sorted arrays is left to the loop)."""
+    (a, v), (da, dv) = args, dims
+    if da is not None:
+        return NotImplemented
+    return searchsorted_p.bind(a, to_front(v, dv), side=side), 0
 
 
 def _flat_axis(a, axis):

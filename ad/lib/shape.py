@@ -8,7 +8,8 @@ import numpy as np
 from ..core_prims import broadcast_to_p, reshape_p, transpose_p
 from ..dispatch import copy as copy_tracer, implements
 from ..primitives import Primitive
-from ..rules import linear_rule, rrule
+from ..batching.derived import batch_size, shifted_axes
+from ..rules import batch_rule, linear_rule, rrule, to_front
 from ..samples import ARRAYS, F, Sample, Y
 from .reductions import normalize_axis
 
@@ -29,6 +30,15 @@ roll_p = Primitive("roll", lambda x, shift, axis: np.roll(x, shift, axis), param
                    samples=(Sample((F,), {"shift": (2,), "axis": (0,)}, ARRAYS),))
 
 linear_rule(roll_p, lambda dy, x, shift, axis: np.roll(dy, tuple(-s for s in shift), axis))
+batch_rule(roll_p)(shifted_axes(roll_p, "axis", none_is_all=False))
+
+
+@batch_rule(concatenate_p)
+def _concatenate_batched(args, dims, axis):
+    """Shared operands are broadcast along the batch (every example joins the same one)."""
+    size = batch_size(args, dims)
+    xs = [to_front(x, d) if d is not None else np.broadcast_to(x, (size,) + np.shape(x)) for x, d in zip(args, dims)]
+    return concatenate_p.bind(*xs, axis=axis % (np.ndim(xs[0]) - 1) + 1), 0
 
 
 @rrule(concatenate_p)

@@ -8,7 +8,8 @@ import numpy as np
 from ..dispatch import copy, implements, write_out
 from ..errors import UnsupportedFunctionError
 from ..primitives import Primitive
-from ..rules import non_differentiable, rrule
+from ..batching.derived import elementwise
+from ..rules import batch_rule, non_differentiable, rrule
 from ..samples import F, In, Sample
 from ..tangents import NoTangent
 from .numeric import as_array
@@ -16,6 +17,7 @@ from .numeric import as_array
 round_p = Primitive("round", lambda x, decimals: np.round(x, decimals), params=("decimals",),
                     function=np.round, samples=(Sample((In(avoid=(-1.5, -0.5, 0.5, 1.5)),), {"decimals": 0}),))
 non_differentiable(round_p)
+batch_rule(round_p)(elementwise(round_p))     # elementwise, with a param
 
 
 @implements(np.round, np.around)

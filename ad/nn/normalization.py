@@ -10,7 +10,8 @@ import numpy as np
 
 from ..lib.reductions import normalize_axis
 from ..primitives import Primitive
-from ..rules import rrule
+from ..batching.derived import shifted_axes
+from ..rules import batch_rule, rrule
 from ..samples import IMAGES, MATRIX, Sample
 
 
@@ -29,6 +30,9 @@ def _standardize(x, *, axes, eps):
 standardize_p = Primitive("standardize", _standardize, params=("axes", "eps"),
                           doc="(x - mean) / sqrt(var + eps) over `axes`.",
                           samples=(Sample((IMAGES,), {"axes": (0, 2), "eps": 1e-3}, MATRIX),))
+
+
+batch_rule(standardize_p)(shifted_axes(standardize_p, "axes"))
 
 
 @rrule(standardize_p)

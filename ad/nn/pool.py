@@ -22,7 +22,8 @@ import math
 import numpy as np
 
 from ..primitives import Primitive
-from ..rules import linear_rule, rrule
+from ..batching.derived import folded
+from ..rules import batch_rule, linear_rule, rrule
 from ..samples import IMAGES, MATRIX, In, Sample
 from .geometry import ntuple, out_shape, padding_pairs
 from .layout import per_axis
@@ -137,6 +138,9 @@ def _max_pool_rule(x, **geometry):
 
 
 linear_rule(max_unpool_p, lambda ct, dy, x, y, **geometry: max_select_p.bind(ct, x, y, **geometry))
+for _prim in (max_pool_p, max_unpool_p, max_select_p, mean_pool_p):
+    batch_rule(_prim)(folded(_prim))
+batch_rule(mean_unpool_p)(folded(mean_unpool_p, "shape"))
 linear_rule(max_select_p, lambda ct, dx, x, y, **geometry: max_unpool_p.bind(ct, x, y, **geometry))
 linear_rule(mean_pool_p, lambda dy, x, **geometry: mean_unpool_p.bind(dy, shape=x.shape, **geometry))
 linear_rule(mean_unpool_p, lambda dx, dy, shape, **geometry: mean_pool_p.bind(dx, **geometry))

@@ -10,7 +10,8 @@ import numpy as np
 
 from ..lib.reductions import expand_to, normalize_axis
 from ..primitives import Primitive, binds
-from ..rules import rrule
+from ..batching.derived import shifted_axes
+from ..rules import batch_rule, rrule
 from ..samples import IMAGES, MATRIX, Sample
 
 
@@ -48,6 +49,10 @@ log_softmax_p = Primitive("log_softmax", _log_softmax, params=("axis",), doc="x 
                           samples=(Sample((IMAGES,), {"axis": (3,)}, MATRIX),))
 logsumexp_p = Primitive("logsumexp", _logsumexp, params=("axis", "keepdims"), doc="log(sum(exp(x), axis))",
                         samples=(Sample((IMAGES,), {"axis": (2,), "keepdims": False}, MATRIX),))
+
+
+for _prim in (softmax_p, log_softmax_p, logsumexp_p):
+    batch_rule(_prim)(shifted_axes(_prim, "axis"))
 
 
 @rrule(softmax_p)

@@ -34,7 +34,7 @@ import math
 import numpy as np
 
 from ..primitives import Primitive
-from ..rules import linear_rule
+from ..rules import batch_rule, linear_rule, to_front
 from ..samples import IMAGES, MATRIX, In, Sample
 from .geometry import out_shape
 
@@ -110,6 +110,29 @@ col2im_p = Primitive("col2im", _col2im, params=("shape",) + PARAMS, linear_in=(0
 
 linear_rule(im2col_p, lambda dy, x, **geometry: col2im_p.bind(dy, shape=x.shape, **geometry))
 linear_rule(col2im_p, lambda dy, cols, shape, **geometry: im2col_p.bind(dy, **geometry))
+
+
+@batch_rule(im2col_p)
+def _im2col_batched(args, dims, **geometry):
+    """The batch folded into N: its columns, ordered position-major, then (batch, N), are
+    regrouped per example."""
+    x = to_front(args[0], dims[0])
+    b, n = np.shape(x)[:2]
+    cols = im2col_p.bind(np.reshape(x, (b * n,) + np.shape(x)[2:]), **geometry)
+    g, ck, columns = np.shape(cols)
+    per_example = np.transpose(np.reshape(cols, (g, ck, columns // (b * n), b, n)), (3, 0, 1, 2, 4))
+    return np.reshape(per_example, (b, g, ck, columns // b)), 0
+
+
+@batch_rule(col2im_p)
+def _col2im_batched(args, dims, shape, **geometry):
+    """im2col's, transposed: each example's columns interleaved into one array of (batch, N) images."""
+    cols = to_front(args[0], dims[0])
+    b, g, ck, columns = np.shape(cols)
+    n = shape[0]
+    joint = np.transpose(np.reshape(cols, (b, g, ck, columns // n, n)), (1, 2, 3, 0, 4))
+    x = col2im_p.bind(np.reshape(joint, (g, ck, columns * b)), shape=(b * n,) + tuple(shape[1:]), **geometry)
+    return np.reshape(x, (b, n) + tuple(shape[1:])), 0
 
 
 def im2col(x, kernel, stride, padding, dilation, groups=1):

@@ -14,7 +14,7 @@ imaginary part). A complex input has one Jacobian only when ``f`` is holomorphic
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -28,6 +28,7 @@ from ..passes import optimize as run_passes
 from ..reverse_mode.pullback import vjp_tapes
 from ..tape import Tape, eval_tape
 from ..tracing import concrete, normalize_argnums, trace
+from .vectorize import run_batched
 
 
 def _is_complex(x) -> bool:
@@ -65,12 +66,15 @@ def _basis(x):
     return np.eye(n, dtype=dtype).reshape((n,) + shape)
 
 
-def jacfwd(f, argnums=0, *, form: str = "lifted", holomorphic: bool = False, max_traces: int = 8):
+def jacfwd(f, argnums=0, *, form: str = "lifted", holomorphic: bool = False, max_traces: int = 8,
+           batched: bool = True):
     """The Jacobian of ``f`` by forward mode: one linearization (``ad.linearize``, its tapes
     cached per argument signature under their guards, ``jacfwd(f).cache_info()``), then its
-    tangent tape run once per element of the differentiated inputs. Cheap for few inputs and
-    many outputs (tall Jacobians). ``form``: "lifted", "compiled" (the tangent tape as numpy
-    source) or "closure" (``ad.jvp``'s closure form, per column, traced every call).
+    tangent tape run on every element of the differentiated inputs: at once, all unit vectors
+    through one batched tangent tape (``ad.vmap``'s), or with ``batched=False`` one by one.
+    Cheap for few inputs and many outputs (tall Jacobians), and batched also for the wide ones.
+    ``form``: "lifted", "compiled" (the tangent tape as numpy source) or "closure" (``ad.jvp``'s
+    closure form, per column, traced every call).
 
     >>> ad.jacfwd(lambda x: np.sin(x) * 2.0)(np.zeros(2))
     array([[2., 0.],
@@ -83,19 +87,29 @@ def jacfwd(f, argnums=0, *, form: str = "lifted", holomorphic: bool = False, max
     def jacfwd_f(*args):
         nums, (in_leaves, in_tree) = _diff(args, argnums)
         _refuse_complex_inputs(in_leaves, holomorphic, "jacfwd")
+        stacked = [None] * len(in_leaves)       # batched: per input leaf, per output, a stack of columns
         if form == "closure":
             y = f(*args)
             columns = [_closure_columns(f, args, nums, argnums, in_leaves, in_tree, j)
                        for j in range(len(in_leaves))]
         else:
             y, f_jvp = linearize_with(cache, f, args, nums, form)
-            columns = [f_jvp.columns(j) for j in range(len(in_leaves))]    # per input leaf, per element
+            columns = [None] * len(in_leaves)   # per input leaf, per element, per output
+            for j, x in enumerate(in_leaves):
+                if batched and np.size(concrete(x)):
+                    stacked[j] = f_jvp.batched_columns(j)
+                else:
+                    columns[j] = f_jvp.columns(j)
         out_leaves, out_tree = pytree.flatten(y)
 
         def block(i, j):
-            if columns[j] is None or not _is_float(out_leaves[i]):      # an integer leaf has no tangent
+            if not _is_float(out_leaves[i]):      # an integer leaf has no tangent
                 return None
             shape = np.shape(out_leaves[i]) + np.shape(in_leaves[j])
+            if stacked[j] is not None:
+                return None if stacked[j][i] is None else np.moveaxis(stacked[j][i], 0, -1).reshape(shape)
+            if columns[j] is None:
+                return None
             if not columns[j]:                  # a zero-size input: no column, an empty block
                 return np.zeros(shape, np.result_type(concrete(out_leaves[i])))
             return np.stack([c[i] for c in columns[j]], axis=-1).reshape(shape)
@@ -129,11 +143,15 @@ class _VjpTapes(Traced):
     bwd: Tape
     grad_tree: object
     slots: list
+    batched: dict = field(default_factory=dict, compare=False)    # output leaf -> its batched pullback
 
 
-def jacrev(f, argnums=0, *, form: str = "lifted", holomorphic: bool = False, max_traces: int = 8):
-    """The Jacobian of ``f`` by reverse mode: one vjp, its pullback run once per element of the
-    outputs. Cheap for many inputs and few outputs (wide Jacobians). Its tapes are cached per
+def jacrev(f, argnums=0, *, form: str = "lifted", holomorphic: bool = False, max_traces: int = 8,
+           batched: bool = True):
+    """The Jacobian of ``f`` by reverse mode: one vjp, its pullback run on every element of the
+    outputs: at once, all basis vectors through one batched pullback tape (``ad.vmap``'s), or
+    with ``batched=False`` one by one. Cheap for many inputs and few outputs (wide Jacobians),
+    and batched also for the tall ones. Its tapes are cached per
     argument signature under their guards, as ``ad.grad``'s; ``form``: "lifted" or "compiled"
     (the backward tape as numpy source). A complex output needs ``holomorphic=True`` (of a
     real input: use ``jacfwd``).
@@ -169,10 +187,15 @@ def jacrev(f, argnums=0, *, form: str = "lifted", holomorphic: bool = False, max
                 "ad.jacrev of a complex output of real inputs: a cotangent sees only the real part; "
                 "use ad.jacfwd (or holomorphic=True for a holomorphic f)")
         zeros = [np.zeros(np.shape(v), np.result_type(concrete(v))) for v in ys]
-        rows = []           # per output leaf: per row, the gradient leaves
+        rows = []           # per output leaf: per row, the gradient leaves (batched: stacked)
         for i, v in enumerate(ys):
             if not _is_float(v):
                 rows.append(None)
+                continue
+            if batched and np.size(concrete(v)):
+                flat = list(residuals) + [_basis(v) if k == i else z for k, z in enumerate(zeros)]
+                grads = run_batched(t.bwd, flat, {len(residuals) + i}, t.batched, i, form == "compiled")
+                rows.append([None if s < 0 else grads[s] for s in t.slots])
                 continue
             rs = []
             for e in _basis(v):
@@ -188,6 +211,8 @@ def jacrev(f, argnums=0, *, form: str = "lifted", holomorphic: bool = False, max
             shape = np.shape(ys[i]) + np.shape(in_leaves[j])
             if not rows[i]:                     # a zero-size output: no row, an empty block
                 return np.zeros(shape, np.result_type(concrete(in_leaves[j])))
+            if batched:
+                return np.reshape(rows[i][j], shape)
             return np.stack([r[j] for r in rows[i]]).reshape(shape)
         return _assemble(ys, t.primal.out_tree, in_leaves, in_tree, block)
     jacrev_f.cache_info = cache.info

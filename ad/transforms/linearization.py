@@ -8,7 +8,7 @@
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -22,6 +22,7 @@ from ..tape import Tape, Var, eval_tape
 from ..tracer import Tracer
 from ..tracing import ValueKeepingRecorder, differentiated_inputs, has_tracer, input_values, trace_call
 from .cache import TapeCache, Traced, rules_current, rules_of
+from .vectorize import run_batched
 
 FORMS = ("lifted", "closure", "compiled")
 
@@ -33,11 +34,13 @@ class LinearMap:
     ``forward``: the tape that computed them; ``fallbacks``: rules without a transposed
     pushforward. With ``form="compiled"`` the tangent tape runs as generated numpy source."""
 
-    def __init__(self, primal: Tape, argnums, wrt, slots, lin: Linearized, residuals, compiled=None):
+    def __init__(self, primal: Tape, argnums, wrt, slots, lin: Linearized, residuals, compiled=None,
+                 batched: dict | None = None):
         self.tape, self.forward, self.fallbacks = lin.tangent, lin.forward, lin.fallbacks
         self.residuals = residuals
         self._primal, self._argnums, self._wrt, self._slots, self._lin = primal, argnums, wrt, slots, lin
         self._compiled = compiled
+        self._batched = {} if batched is None else batched      # input leaf -> its batched tangent tape
 
     def __call__(self, *tangents):
         return output_tangents(self._primal, self._lin.tangent_slots, self._run(
@@ -62,6 +65,22 @@ class LinearMap:
             ts = self._run(flat)
             out.append([None if s < 0 else ts[s] for s in self._lin.tangent_slots])
         return out
+
+
+    def batched_columns(self, leaf: int) -> list | None:
+        """``columns`` at once: the tangent tape batched over the unit vectors of the input leaf
+        ``leaf`` (``ad.vmap``'s batching, the tape kept for the next call), per output leaf its
+        tangents stacked along a first axis (None for integer ones); None for a leaf without one."""
+        slot = self._slots[leaf]
+        if slot < 0:
+            return None
+        avals = [self._primal.inputs[i].aval for i in self._wrt]
+        flat = [np.zeros(a.shape, a.dtype) for a in avals]
+        flat[slot] = np.eye(avals[slot].size, dtype=avals[slot].dtype).reshape((avals[slot].size,) + avals[slot].shape)
+        n = len(self.residuals)
+        ts = run_batched(self.tape, list(self.residuals) + flat, {n + slot}, self._batched, slot,
+                         compiled=self._compiled is not None)
+        return [None if s < 0 else ts[s] for s in self._lin.tangent_slots]
 
 
 def tangent_leaves(primal: Tape, argnums, wrt, slots, tangents) -> list:
@@ -109,6 +128,7 @@ class _Linearization(Traced):
     wrt: list
     slots: list
     lin: Linearized
+    batched: dict = field(default_factory=dict, compare=False)     # LinearMap.batched_columns's tapes
 
 
 def linearize(f, *primals, argnums=None, form: str = "lifted", optimize: bool = True, max_traces: int = 8):
@@ -174,7 +194,8 @@ def linearize_with(cache, f, primals, argnums: tuple, form: str, optimize: bool 
         if form == "compiled" and entry.compiled is None:
             entry.compiled = compile_tape(t.lin.tangent)
         y = pytree.unflatten(t.primal.out_tree, out[:t.lin.n_values])
-        return y, LinearMap(t.primal, argnums, t.wrt, t.slots, t.lin, out[t.lin.n_values:], entry.compiled)
+        return y, LinearMap(t.primal, argnums, t.wrt, t.slots, t.lin, out[t.lin.n_values:], entry.compiled,
+                            t.batched)
     return cache.call(tuple(primals), new_tape, run)
 
 

@@ -117,6 +117,8 @@ def _none_for_backward(norm):
 # same name with the params as keywords is not how autograd.numpy spells it
 AUTOGRAD_CALLS = {
     "astype": lambda ops, p: ops[0].astype(p["dtype"]),
+    # its sample: matmul looped over a batch of its first operand (ad.vmap's fallback)
+    "fallback_loop": lambda ops, p: (anp.stack([anp.matmul(x, ops[1]) for x in ops[0]]),),
     "reshape": lambda ops, p: anp.reshape(ops[0], p["shape"]),
     "transpose": lambda ops, p: anp.transpose(ops[0], p["axes"]),
     # autograd's broadcast_to and where refuse to unbroadcast new leading dims: broadcast by adding zeros
@@ -203,6 +205,7 @@ TORCH_DTYPES = {np.dtype(np.float64): torch.float64, np.dtype(np.float32): torch
 # primitive name -> (operands as tensors, params) -> torch value
 TORCH_CALLS = {
     "astype": lambda ops, p: ops[0].to(TORCH_DTYPES[np.dtype(p["dtype"])]),
+    "fallback_loop": lambda ops, p: (torch.stack([x @ ops[1] for x in ops[0]]),),    # matmul looped, as above
     "reshape": lambda ops, p: ops[0].reshape(p["shape"]),
     "transpose": lambda ops, p: ops[0].permute(p["axes"]),
     "broadcast_to": lambda ops, p: torch.broadcast_to(ops[0], p["shape"]),
