@@ -11,22 +11,25 @@ pullbacks), as in ``bench_graph``. Median wall time of:
   phase line and the listing are repainted, until the residuals table is, until the graph pane,
   laid out by Graphviz in WebAssembly, is redrawn, and until the kernel's answer confirmed the
   step. Goal: under 50 ms to repaint;
-* the static pages (``dbg.to_html``) of the MLP and the CNN examples: size, and load time until
-  the first graph is drawn (opened from disk, no server).
+* the static pages (``dbg.to_html``) of the MLP, the CNN, the 40-step RNN and a 10,000-equation
+  loop: size, and load time until the first graph is drawn (opened from disk, no server; goal for
+  10,000 equations: under 3 s).
 * at scale (issue 30), a 100,000-equation gradient tape (``deep``: 3,334 calls of a ``layer``
   that calls a ``cell`` four times): the debugger's construction in the kernel, whole and by stage
   (goal: under 3 s), and in headless Chromium under Voila the repaint of a step over (the by-call
-  button, answered by the kernel), of a step and of the expansion of the outline's
-  ``layer ×3334`` group (goals: 50, 50 and 200 ms).
+  button), of a step, of the expansion of the outline's ``layer ×3334`` group and of a call
+  opened in the graph's calls view (goals: 50, 50, 200 and 200 ms); and the calls view in the
+  kernel: its first use, a step, an open.
 
 The view sends the listing and the residuals without the cursor's classes (it adds them), so a
 step inside the listing's window sends neither; the listing is virtualised (only the rows in view
 are in the DOM, their heights known from the markup, so scrolling to the current line reads no
 layout), the view writes the DOM once per animation frame (a repaint is timed until the end of
 the frame that shows the step), the residuals table and the drawing (Graphviz lays out in a Web
-Worker) go in frames after the listing's. The view keeps the steps around the cursor, sent ahead by
-the kernel, with their drawings laid out meanwhile: a click repaints from them without waiting
-for the kernel (whose answer confirms the step), so the repaint does not depend on the round trip.
+Worker) go in frames after the listing's. The view keeps the steps a click may show next (where
+*next*, *prev*, step into, over and out go from the step shown), sent ahead by the kernel, with
+their drawings laid out meanwhile: a click repaints from them without waiting for the kernel (whose
+answer confirms the step), so the repaint does not depend on the round trip.
 
     python -m bench.bench_widget           # all
     python -m bench.bench_widget scale     # the scale section only
@@ -202,16 +205,20 @@ def browser_clicks(n_eqns: int = 10_000) -> dict:
 
 
 def static_pages() -> dict:
-    """Size and load time (first graph drawn) of the MLP's and the CNN's static pages."""
+    """Size and load time (first graph drawn) of the static pages of the MLP, the CNN, the 40-step
+    RNN and a 10,000-equation loop (issue 30's goal: under 3 s)."""
     sys.path.insert(0, str(ROOT / "tests"))
     from tests.support.browser import launch
 
     from ad.examples import mlp_example, mlp_loss
     from ad.examples.networks import digits_cnn
+    from ad.examples.programs import rnn_example, rnn_loss
 
     cnn = digits_cnn()
     programs = {"MLP (ad.examples)": (mlp_loss, mlp_example()),
-                "CNN (ad.examples.networks, batch 64)": (cnn.loss, (cnn.params, cnn.x[:64], cnn.y[:64]))}
+                "CNN (ad.examples.networks, batch 64)": (cnn.loss, (cnn.params, cnn.x[:64], cnn.y[:64])),
+                "RNN (ad.examples.programs, 40 steps)": (rnn_loss, rnn_example()),
+                "10,000-equation loop (bench.bench_widget.loop)": (loop, (np.ones(3), 10_000 // 7))}
     folder = Path(tempfile.mkdtemp())
     out = {}
     pw, browser = launch()
@@ -265,10 +272,8 @@ def deep(h, layers, w=0.9):
 
 def _stage_targets():
     """(stage, owner, attribute): the functions a debugger's construction runs, each timed."""
-    import ad
     from tapeviz.debugger import graph_pane, listing, model, navigation, widget
-    return [("trace and lift (ad.grad_tape)", ad, "grad_tape"),
-            ("the primal trace (ad.trace: the rules as built)", ad, "trace"),
+    return [("trace and lift (primal_and_grad_tape: one trace)", widget, "primal_and_grad_tape"),
             ("every variable's value (eval_tape)", model, "values_of"),
             ("the graph (tapeviz.to_networkx)", model, "to_networkx"),
             ("the model: rows, steps, indices", widget, "DebugModel"),
@@ -351,6 +356,24 @@ SCALE_JS = """async ([what, clicks, gap]) => {
     if (gap) await new Promise((done) => setTimeout(done, gap));
     const before = Number(phase.dataset.step);
     let t0;
+    if (what === "graph") {
+      // the calls view: the first closed call's node opened by a click (the kernel answers, the
+      // worker lays the drawing out), closed again untimed from its cluster's title
+      const drawing = root.querySelector('.tv-graph-svg');
+      const closed = () => root.querySelector('.tv-graph g.node[id^="tvc_f"]');
+      await until(drawing, () => closed() !== null);
+      const node = closed();
+      const k = node.id.slice(5);
+      const opened = () => root.querySelector(`.tv-graph g.cluster[id="tvo_cf${k}"]`);
+      t0 = performance.now();
+      node.dispatchEvent(new MouseEvent("click", { bubbles: true }));
+      await until(drawing, () => opened() !== null);
+      out.push((await ended(ends.length)) - t0);
+      opened().querySelector("text").dispatchEvent(new MouseEvent("click", { bubbles: true }));
+      await until(drawing, () => opened() === null && root.querySelector(`.tv-graph g.node[id="tvc_f${k}"]`));
+      await ended(ends.length);
+      continue;
+    }
     if (what === "expand") {
       // a group row of the outline (layer x3334): expanded by a click, collapsed again untimed
       const row = root.querySelector('.tv-ol-row.tv-ol-group[data-path="layer"]');
@@ -377,11 +400,15 @@ SCALE_JS = """async ([what, clicks, gap]) => {
 }"""
 
 
-def browser_scale(layers: int = SCALE_LAYERS) -> dict:
+SCALE_ACTIONS = (("over", 0), ("over", 700), ("next", 0), ("expand", 0), ("graph", 0))
+
+
+def browser_scale(layers: int = SCALE_LAYERS, actions=SCALE_ACTIONS, clicks: int = CLICKS) -> dict:
     """Voila serving a notebook whose debugger stands at the first step of layer#1000 of the
-    scale program: repaints of a step over (the by-call button: the kernel answers; one click
-    after the other, and 0.7 s apart), of a step (*next*) and of the expansion of the outline's
-    ``layer ×3334`` group (collapsed again between two)."""
+    scale program: repaints of a step over (the by-call button, painted from the steps sent
+    ahead; one click after the other, and 0.7 s apart), of a step (*next*), of the expansion
+    of the outline's ``layer ×3334`` group (collapsed again between two) and of a call opened
+    in the graph's calls view (closed again between two): ``actions``, ``clicks`` of each."""
     sys.path.insert(0, str(ROOT / "tests"))
     from tests.support.browser import TOKEN, Server, free_port, jupyter_env, launch
 
@@ -405,10 +432,13 @@ def browser_scale(layers: int = SCALE_LAYERS) -> dict:
         page.locator(".tv-graph-pane[data-step]").wait_for(timeout=300_000)
         out["page shown"] = time.perf_counter() - t0
         page.wait_for_timeout(1000)
-        for what, gap in (("over", 0), ("over", 700), ("next", 0), ("expand", 0)):
+        for what, gap in actions:
+            if what == "graph":                                   # the calls view, drawn once
+                page.locator("button.tv-view-calls").click()
+                page.locator('.tv-graph-pane[data-view="calls"]').wait_for(timeout=300_000)
             first = page.evaluate(SCALE_JS, [what, 1, gap])[0]   # the first: rows built, steps not yet ahead
             page.evaluate(SCALE_JS, [what, 2, gap])                # warm up
-            samples = page.evaluate(SCALE_JS, [what, CLICKS, gap])
+            samples = page.evaluate(SCALE_JS, [what, clicks, gap])
             out[what, gap] = {"first": first / 1000, "median": statistics.median(samples) / 1000,
                               "worst": max(samples) / 1000,
                               "quartiles": [q / 1000 for q in statistics.quantiles(samples, n=4)[::2]]}
@@ -416,6 +446,24 @@ def browser_scale(layers: int = SCALE_LAYERS) -> dict:
         browser.close()
         pw.stop()
         server.stop()
+    return out
+
+
+def calls_view_kernel(layers: int = SCALE_LAYERS) -> dict:
+    """The graph pane's calls view in the kernel, from the first step of ``layer#1000`` of the
+    scale program: its first use (the tables made in one pass, the first drawing), a step
+    (the whole refresh, and the pane's DOT alone: the drawing of the open set reused), and an
+    open of a call (and its close) with the refresh."""
+    dbg = debug(deep, np.ones(3), layers)
+    dbg.run_to((f"layer#{SCALE_START}",))
+    t0 = time.perf_counter()
+    dbg.graph_view = "calls"
+    out = {"first use": time.perf_counter() - t0, "DOT": len(dbg._dot)}
+    out["step"] = _median(lambda _: dbg.next(), range(SAMPLES))
+    out["step dot"] = _median(lambda _: (dbg.model.step_to(dbg.step + 1), dbg.calls.dot()), range(SAMPLES))
+    calls = [f"layer#{SCALE_START + 2 + k}" for k in range(SAMPLES)]
+    out["open"] = _median(dbg.open_call, calls)
+    out["close"] = _median(dbg.close_call, calls)
     return out
 
 
@@ -429,15 +477,24 @@ def scale_section() -> str:
              "| `tapeviz.debug(deep, h, 3334)`, by stage (median of 3) | time |", "| --- | ---: |"]
     for stage in sorted(times, key=lambda k: order.index(k) if k in order else len(order)):
         lines.append(f"| {stage} | {format_time(times[stage])} |")
+    calls = calls_view_kernel()
+    lines += ["", "The graph pane's calls view in the kernel, from the first step of `layer#1000` (median of "
+              f"{SAMPLES}; its DOT: {calls['DOT'] / 1000:.0f} kB):", "", "| action | time |", "| --- | ---: |",
+              f"| first use of the view (the tables in one pass, the first drawing) | {format_time(calls['first use'])} |",
+              f"| a step (the whole refresh) | {format_time(calls['step'])} |",
+              f"| ... the pane's DOT alone (the open set's drawing reused) | {format_time(calls['step dot'])} |",
+              f"| a call opened (and drawn) | {format_time(calls['open'])} |",
+              f"| ... closed | {format_time(calls['close'])} |"]
     clicks = browser_scale()
     lines += ["", f"Repaints in headless Chromium under Voila (median of {CLICKS}; from the first step of "
               f"`layer#{SCALE_START}`), each until the end of the animation frame that shows it. "
-              "Goals: 50, 50 and 200 ms.", "",
+              "Goals: 50, 50, 200 and 200 ms.", "",
               "| action | median | middle half | slowest | the first |", "| --- | ---: | ---: | ---: | ---: |"]
-    names = {("over", 0): "a step over (the by-call button; the kernel answers), one click after the other",
+    names = {("over", 0): "a step over (the by-call button; painted from the steps sent ahead), one click after the other",
              ("over", 700): "... 0.7 s apart",
              ("next", 0): "a step (*next*; painted from the steps sent ahead)",
-             ("expand", 0): "the outline's `layer ×3334` group expanded (its first 200 calls drawn)"}
+             ("expand", 0): "the outline's `layer ×3334` group expanded (its first 200 calls drawn)",
+             ("graph", 0): "a call opened in the graph's calls view (the kernel draws its DOT, the worker lays it out)"}
     for key, name in names.items():
         c = clicks[key]
         lines.append(f"| {name} | {format_time(c['median'])} | {' to '.join(map(format_time, c['quartiles']))} | "

@@ -18,10 +18,11 @@ from .grouping import collapse
 from .draw import scene, to_graphviz
 from .diffing import TapeDiff, diff
 from .figures import export, listing
-from .graph import (Residual, annotate, backward, forward, neighbourhood, pullback_block,
-                    pushforward_block, residuals, summarize, to_networkx, values_of)
+from .graph import (Residual, annotate, backward, forward, neighbourhood, pullback_block, pushforward_block,
+                    residuals, to_networkx)
 from .labels import primitive_colour
 from .renderer import RenderError, RendererNotFound, RenderWarning, render
+from .values import summarize, values_of
 
 __all__ = [
     # the model

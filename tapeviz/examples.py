@@ -13,7 +13,8 @@ import ad
 from ad.examples import mlp_example, mlp_loss
 
 from .figures import export
-from .graph import to_networkx, values_of
+from .graph import to_networkx
+from .values import values_of
 
 VIEWS = {"joint": {}, "forward": {"view": "forward"}, "backward": {"view": "backward"},
          "collapsed": {"collapse": True}}

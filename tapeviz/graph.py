@@ -77,12 +77,13 @@ from collections import deque
 from typing import NamedTuple
 
 import networkx as nx
-import numpy as np
 
 from ad import pytree
 from ad.errors import source_line
 from ad.origins import OriginKind
-from ad.tape import Eqn, Lit, Tape, Var, eval_tape, format_literal, format_param, gc_paused, short_dtype
+from ad.tape import Eqn, Lit, Tape, Var, format_literal, format_param, gc_paused, short_dtype
+
+from .values import summaries
 
 EQUATION_KINDS = frozenset({"equation", "guard"})
 BACKWARD_BLOCK = tuple(k for k in OriginKind if k.block == "pullback")   # a rule's pullback block
@@ -98,6 +99,8 @@ def to_networkx(tape: Tape, *, values=None, checks=None) -> nx.DiGraph:
         ``values_of(tape, *args)``; each becomes a one-line ``value`` summary.
     checks: optional check report (anything with ``.failures``), attached with ``annotate``.
 
+    A ``ValueError`` names a variable defined twice (an invalid tape: ``ad.validate`` says more).
+
     >>> tape = ad.trace(lambda x: np.sum(np.sin(x) * x), np.ones(3))
     >>> graph = tapeviz.to_networkx(tape)
     >>> graph.nodes["eq/%1"]["primitive"], sorted(graph.succ["%0"])
@@ -107,8 +110,9 @@ def to_networkx(tape: Tape, *, values=None, checks=None) -> nx.DiGraph:
         raise TypeError(f"to_networkx takes an ad.Tape or ad.GradTape, not {type(tape).__name__}; "
                         "make one with ad.trace(f, *args) or ad.grad_tape(f, *args)")
     # Lean for 100,000 equations: one flat loop; what depends only on an origin, (primitive, params), aval,
-    # literal value or source computed once (keyed by id(): the tape keeps them alive); networkx filled at once.
-    summary = _summaries(values).get
+    # literal value or source computed once (keyed by id(): the tape keeps them alive); networkx's own dicts
+    # filled in the loop as add_nodes_from and add_edges_from would fill them, in the same order, with no copies.
+    summary = summaries(values).get
     n_seeds = getattr(tape, "n_seeds", 0)
     wrt = set(getattr(tape, "wrt", ())) | {tape.inputs.index(p) for p in tape.meta.get("tangents", {}).values()}
     out_names = _output_names(tape)
@@ -119,9 +123,7 @@ def to_networkx(tape: Tape, *, values=None, checks=None) -> nx.DiGraph:
     output_of, cotangent_of, tangent_of = returned.get, _exact_cotangents(tape).get, _exact_tangents(tape).get
     n_tangents = tape.meta.get("n_tangents", 0)
 
-    nodes: list = []              # (name, attributes), in tape order
-    append = nodes.append
-    edges: dict = {}              # (source, target) -> (kind, positions): a DiGraph, operand positions listed
+    node, succ, pred = {}, {}, {}  # a DiGraph's _node, _succ, _pred: name -> attributes, -> {name: edge attributes}
     var_attrs: dict = {}          # Var -> its attribute dict (kind decided last)
     avals: dict = {}              # id(Aval) -> (text, dtype text), by aval_text: numpy's dtype names are slow
 
@@ -136,11 +138,13 @@ def to_networkx(tape: Tape, *, values=None, checks=None) -> nx.DiGraph:
         var_attrs[v] = attrs = {
             "kind": ({"backward": "cotangent", "tangent": "tangent"}[extra_phase] if i >= n_primal
                      else "parameter" if i in wrt else "input"),
-            "phase": "forward" if i < n_primal else extra_phase, "order": len(nodes), "scope": (), "name": name,
+            "phase": "forward" if i < n_primal else extra_phase, "order": len(node), "scope": (), "name": name,
             "shape": v.aval.shape, "dtype": text[1], "aval": text[0], "label": label, "output": output_of(v, ""),
             "residual": False, "cotangent_of": cotangent_of(v), "tangent_of": tangent_of(v), "producer": None,
             "value": summary(name)}
-        append((name, attrs))
+        if name in node:
+            raise _defined_twice(name)
+        node[name], succ[name], pred[name] = attrs, {}, {}
 
     # texts by source, by (primitive, params) (kind, name, params), by id(literal value); by id(Origin)
     lines, prims, lit_texts, origins = {}, {}, {}, {}
@@ -164,6 +168,7 @@ def to_networkx(tape: Tape, *, values=None, checks=None) -> nx.DiGraph:
             group.append(eid)
         scope = e.scope
         literals = []
+        into: dict = {}                    # the equation's operands' edges, by name
         for pos, x in enumerate(e.inputs):
             if type(x) is Var:
                 src = var_attrs[x]
@@ -172,17 +177,20 @@ def to_networkx(tape: Tape, *, values=None, checks=None) -> nx.DiGraph:
                     src["residual"] = True
                 else:
                     edge_kind = data_kind
-                key = (src["name"], eid)
-                had = edges.get(key)           # not None: one value read twice, as in x * x
-                edges[key] = (edge_kind, (pos,)) if had is None else (had[0], had[1] + (pos,))
+                u = src["name"]
+                had = into.get(u)              # not None: one value read twice, as in x * x
+                if had is None:
+                    succ[u][eid] = into[u] = {"kind": edge_kind, "positions": (pos,)}
+                else:
+                    had["positions"] += (pos,)
             else:
                 text = lit_texts.get(id(x.value)) or lit_texts.setdefault(id(x.value), format_literal(x.value))
                 literals.append((pos, text))
                 lid = f"lit/{out0}.{pos}"
-                append((lid, {"kind": "constant", "phase": phase, "order": len(nodes), "scope": scope,
-                              "value": text, "aval": (avals.get(id(x.aval)) or aval_text(x.aval))[0]}))
-                had = edges.get((lid, eid))
-                edges[lid, eid] = ("data", (pos,)) if had is None else (had[0], had[1] + (pos,))
+                node[lid] = {"kind": "constant", "phase": phase, "order": len(node), "scope": scope,
+                             "value": text, "aval": (avals.get(id(x.aval)) or aval_text(x.aval))[0]}
+                into[lid] = d = {"kind": "data", "positions": (pos,)}
+                succ[lid], pred[lid] = {eid: d}, {}
         source = e.source
         line = lines[source] if source in lines else lines.setdefault(source, source_line(source))
         try:
@@ -191,29 +199,34 @@ def to_networkx(tape: Tape, *, values=None, checks=None) -> nx.DiGraph:
             prim = prims[e.prim, e.params] = _prim_texts(e)
         except TypeError:                  # unhashable params
             prim = _prim_texts(e)
-        append((eid, {
-            "kind": prim[0], "phase": phase, "order": len(nodes), "scope": scope, "index": index,
+        node[eid] = {
+            "kind": prim[0], "phase": phase, "order": len(node), "scope": scope, "index": index,
             "primitive": prim[1], "params": prim[2], "literals": literals,
             "outputs": [out0] if len(outputs) == 1 else [repr(v) for v in outputs], "source": source,
-            "source_line": line, "origin": kind, "of": of, "rule": rule, "provenance": provenance}))
+            "source_line": line, "origin": kind, "of": of, "rule": rule, "provenance": provenance}
+        succ[eid] = out = {}
+        pred[eid] = into
         for pos, v in enumerate(outputs):
             name = out0 if pos == 0 else repr(v)
             aval = v.aval
             text = avals.get(id(aval)) or aval_text(aval)
             var_attrs[v] = attrs = {
-                "kind": None, "phase": phase, "order": len(nodes), "scope": scope, "name": name,
+                "kind": None, "phase": phase, "order": len(node), "scope": scope, "name": name,
                 "shape": aval.shape, "dtype": text[1], "aval": text[0], "label": "", "output": output_of(v, ""),
                 "residual": False, "cotangent_of": cotangent_of(v), "tangent_of": tangent_of(v), "producer": eid,
                 "value": summary(name)}
-            append((name, attrs))
-            had = edges.get((eid, name))
-            edges[eid, name] = ("result", (pos,)) if had is None else (had[0], had[1] + (pos,))
+            if name in node:
+                raise _defined_twice(name)
+            node[name] = attrs
+            out[name] = d = {"kind": "result", "positions": (pos,)}
+            succ[name], pred[name] = {}, {eid: d}
 
     for pos, x in enumerate(tape.outputs):
         if type(x) is Lit:
-            append((f"lit/out.{pos}", {"kind": "constant", "phase": "forward", "order": len(nodes), "scope": (),
-                                       "value": format_literal(x.value), "aval": str(x.aval),
-                                       "output": out_names[pos]}))
+            lid = f"lit/out.{pos}"
+            node[lid] = {"kind": "constant", "phase": "forward", "order": len(node), "scope": (),
+                         "value": format_literal(x.value), "aval": str(x.aval), "output": out_names[pos]}
+            succ[lid], pred[lid] = {}, {}
     for attrs in var_attrs.values():
         if attrs["kind"] is None:
             attrs["kind"] = ("output" if attrs["output"] else "residual" if attrs["residual"]
@@ -223,18 +236,17 @@ def to_networkx(tape: Tape, *, values=None, checks=None) -> nx.DiGraph:
     gradient = any(o[3] is not OriginKind.PRIMAL for o in origins.values())
     graph = nx.DiGraph(blocks=blocks, pushforwards=pushforwards, instances=instances, failures=[], hops_per_step=2,
                        gradient=gradient)
-    graph.add_nodes_from([name for name, _ in nodes])
-    if len(graph) == len(nodes):         # each name once: fill networkx's own (empty) node dicts in order
-        for (_, data), (_, attrs) in zip(graph.nodes(data=True), nodes):
-            data.update(attrs)
-    else:                                # a name given twice (a malformed tape): later attributes win
-        graph.add_nodes_from(nodes)
-    shared: dict = {}                    # attributes per (kind, positions): add_edges_from copies them
-    graph.add_edges_from([(u, v, shared.get(a) or shared.setdefault(a, {"kind": a[0], "positions": a[1]}))
-                          for (u, v), a in edges.items()])
+    graph._node.update(node)
+    graph._succ.update(succ)
+    graph._pred.update(pred)
     if checks is not None:
         annotate(graph, checks)
     return graph
+
+
+def _defined_twice(name: str) -> ValueError:
+    return ValueError(f"{name} is defined twice in this tape, which to_networkx cannot draw: a "
+                      "variable has one definition (ad.validate(tape) says where it is not so)")
 
 
 def _prim_texts(e: Eqn) -> tuple[str, str, str]:
@@ -296,96 +308,6 @@ def _exact_tangents(tape: Tape) -> dict:
         if len(found) == 1:
             out[found[0]] = repr(of)
     return out
-
-
-# -- values ----------------------------------------------------------------------------------
-
-def values_of(tape: Tape, *args, cotangents=()) -> dict[str, object]:
-    """Every variable's value when the tape runs on ``args`` (and, for vjp tapes, the output
-    cotangents), keyed by ``%n`` name: what ``to_networkx(tape, values=...)`` summarises.
-
-    >>> tape = ad.trace(lambda x: np.sum(x * 2.0), np.ones(3))
-    >>> tapeviz.values_of(tape, np.arange(3.0))
-    {'%0': array([0., 1., 2.]), '%1': array([0., 2., 4.]), '%2': np.float64(6.0)}
-    """
-    env: dict = {}
-    eval_tape(tape, tape.flatten_args(args) + list(cotangents), env)
-    return {repr(v): x for v, x in env.items()}
-
-
-def _summaries(values) -> dict[str, str]:
-    if not values:
-        return {}
-    ndarray, few = np.ndarray, "{:.4g}".format      # summarize's commonest case inline: a few floats
-    return {k if isinstance(k, str) else repr(k): f"[{', '.join(map(few, v.tolist()))}]"
-            if type(v) is ndarray and v.ndim == 1 and v.dtype.kind == "f" and 0 < v.size <= 4 else summarize(v)
-            for k, v in values.items()}
-
-
-def summarize(value) -> str:
-    """One line about an array: the numbers when few, else mean and range; non-finite counted;
-    complex numbers by magnitude and phase.
-
-    >>> tapeviz.summarize(np.arange(3.0)), tapeviz.summarize(np.array([1, np.nan, 3, 4, 5]))
-    ('[0, 1, 2]', 'mean 3.25 in [1, 5]; 1 nan')
-    >>> tapeviz.summarize(1 + 1j)
-    '|z|=1.41 ∠45°'
-    """
-    if callable(value):
-        return "closure"
-    a = np.asarray(value)
-    if a.dtype == object:
-        return "object"
-    if a.size == 0:
-        return "empty"
-    if a.dtype == bool:
-        return f"{int(a.sum())}/{a.size} true"
-    if np.iscomplexobj(a):
-        return _summarize_complex(a)
-    if a.size <= 4:
-        body = ", ".join(f"{x:.4g}" for x in a.ravel().tolist())
-        return body if a.ndim == 0 else f"[{body}]"
-    finite = np.isfinite(a)
-    notes = _non_finite(a, finite)
-    a = a[finite]
-    if a.size:
-        notes.insert(0, f"mean {a.mean():.3g} in [{a.min():.3g}, {a.max():.3g}]")
-    return "; ".join(notes)
-
-
-def _non_finite(a, finite) -> list[str]:
-    if finite.all():
-        return []
-    return [f"{int(n)} {what}" for n, what in ((np.isnan(a).sum(), "nan"), (np.isposinf(a).sum(), "+inf"),
-                                               (np.isneginf(a).sum(), "-inf")) if n]
-
-
-def polar(z: complex) -> str:
-    """A complex number by magnitude and phase, ``1.41∠45°`` (a zero or non-finite magnitude
-    has no phase worth showing)."""
-    r = abs(z)
-    if r == 0 or not np.isfinite(r):
-        return f"{r:.3g}"
-    return f"{r:.3g}\u2220{np.degrees(np.angle(z)):.3g}\u00b0"
-
-
-def _summarize_complex(a: np.ndarray) -> str:
-    """Magnitude and phase: ``|z|=1.41 ∠45°`` for a scalar, ``|z|∠ [1.41∠45°, 2∠-90°]`` for a
-    few numbers, else the range of the magnitudes and of the phases; an element with a NaN
-    part counts as nan, one with an infinite part as +inf (its magnitude)."""
-    if a.ndim == 0:
-        return "|z|=" + polar(complex(a)).replace("\u2220", " \u2220")
-    if a.size <= 4:
-        return "|z|\u2220 [" + ", ".join(polar(z) for z in a.ravel().tolist()) + "]"
-    r = np.abs(a)
-    finite = np.isfinite(r)
-    notes = _non_finite(r, finite)
-    z, r = a[finite], r[finite]
-    if z.size:
-        phase = np.degrees(np.angle(z[r > 0]))
-        notes.insert(0, f"|z| in [{r.min():.3g}, {r.max():.3g}]" + (
-            f", \u2220 in [{phase.min():.3g}\u00b0, {phase.max():.3g}\u00b0]" if phase.size else ""))
-    return "; ".join(notes)
 
 
 # -- check results ---------------------------------------------------------------------------

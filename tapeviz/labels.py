@@ -199,7 +199,7 @@ def node_attrs(rows: list[Row], style: str, *, failed: bool, current: bool, tint
     background = tint or background
     rounded = style in ("input", "parameter")
     if labels == "html":
-        cells = "".join(f"<TR>{_html_row(r)}</TR>" for r in rows)
+        cells = "".join(f"<TR>{html_row(r)}</TR>" for r in rows)
         return {"label": (f'<<TABLE BORDER="{width}" CELLBORDER="0" CELLSPACING="0" CELLPADDING="2" '
                           f'COLOR="{dot_html_text(frame)}" BGCOLOR="{dot_html_text(background)}"'
                           f'{" STYLE=%srounded%s" % (chr(34), chr(34)) if rounded else ""}>{cells}</TABLE>>')}
@@ -208,7 +208,8 @@ def node_attrs(rows: list[Row], style: str, *, failed: bool, current: bool, tint
             "fillcolor": fill, "color": frame, "penwidth": str(width)}
 
 
-def _html_row(r: Row) -> str:
+def html_row(r: Row) -> str:
+    """A label row as an HTML-like table row's cell (its text escaped)."""
     if r.role in ("head", "scope"):
         return _html_head(r.text, r.extra, r.colour)
     if r.role == "name":

@@ -46,6 +46,18 @@ def grad_tape(f, *args, argnums=0, holomorphic: bool = False) -> GradTape:
     return _grad_tape(f, args, argnums, holomorphic)[1]
 
 
+def primal_and_grad_tape(f, *args, argnums=0, holomorphic: bool = False) -> tuple[Tape, GradTape]:
+    """``grad_tape``, and the primal tape (as ``ad.trace`` records it) the gradient tape was
+    built from: one trace for a tool that shows both (the tape debugger), whose primal variables
+    are the keys of ``gt.meta["primal_map"]``.
+
+    >>> primal, gt = ad.transforms.gradients.primal_and_grad_tape(lambda x: np.sum(np.sin(x)), np.ones(3))
+    >>> [e.prim.name for e in primal.eqns], set(gt.meta["primal_map"]) == set(primal.vars.values())
+    (['sin', 'sum'], True)
+    """
+    return _grad_tape(f, args, argnums, holomorphic)
+
+
 def _grad_tape(f, args, argnums, holomorphic: bool) -> tuple[Tape, GradTape]:
     """``grad_tape``, and the primal tape it was built from."""
     values = tuple(pytree.unflatten(s, [concrete(x) for x in pytree.flatten(a)[0]])

@@ -30,9 +30,9 @@ import ad
 
 from ..draw import VIEWS
 from ..figures import FORMATS, SUFFIXES, export_bytes
-from ..graph import values_of
 from ..grouping import BY
 from ..renderer import RENDERERS, RenderError
+from ..values import values_of
 from . import onnx_import
 
 MAKERS = {   # name -> (function of (rng, *args), what it takes)

@@ -34,7 +34,7 @@ from ad.reverse_mode.lift import lift
 from ad.tape import Lit, Var, active_vars
 
 from ..escaping import html_attr, html_text
-from ..graph import summarize
+from ..values import summarize
 from .listing import Listing
 from .model import DebugModel
 

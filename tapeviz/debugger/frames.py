@@ -10,7 +10,9 @@ program's scope tree (``outline_part``) once, and again after checks (its status
 
 A static page embeds no frame per step: ``steps_part`` (each step's place, phase line and scope)
 and ``tape_part`` (the equations' operands, results, rows, phases and scopes) let the view derive
-``step`` and ``sel`` for any cursor and selection itself (``static/debugger.js``, ``Session``).
+``step`` and ``sel`` for any cursor and selection itself (``static/debugger.js``, ``Session``),
+and with ``navigation_part`` step by call, run to a target, a breakpoint, a NaN or a failing
+check as ``navigation.Navigation`` does (``static/debugger.js``, ``Navigation``).
 """
 from __future__ import annotations
 
@@ -29,6 +31,18 @@ def step_part(model: DebugModel) -> dict:
             "writes": writes_text(model), "written": model.written(), "current": model.current,
             "start": step.start, "stop": step.stop, "row": model.row_of_eqn[step.start],
             "scope": list(model.nav.scope_of())}
+
+
+MOVES = ("step_into", "step_over", "step_out")         # the moves by call (``navigation.Navigation``)
+
+
+def moves_part(model: DebugModel) -> dict:
+    """Where each move by call goes from the cursor's step, ``{"step_over": [forwards,
+    backwards], ...}``, each a step index, or None where the widget does not move there (at the
+    edge of the tape; a step over or out that runs off it, which the kernel reports): the steps
+    sent ahead carry it, so the view paints these moves at once, as it does *next*."""
+    nav = model.nav
+    return {move: [getattr(nav, move)(False), getattr(nav, move)(True)] for move in MOVES}
 
 
 PHASES = ("forward", "backward", "tangent")         # phase codes of tape_part
@@ -96,6 +110,16 @@ def tape_part(model: DebugModel) -> dict:
             "residual": [k for k, n in enumerate(names) if attrs[n].get("residual")],
             "outputs": outputs, "inputs": inputs, "phase": phases, "row": list(model.row_of_eqn), "of": ofs,
             "scope": scope, "scopes": table}
+
+
+def navigation_part(model: DebugModel) -> dict:
+    """What ``run_to_nonfinite`` and ``run_to_failure`` look for, for pages with no kernel (the
+    view's ``Navigation`` derives the rest from ``steps_part`` and ``tape_part``): the equations
+    with a NaN or an Inf in an output, and those a failing check marks (None: no checks ran),
+    both in tape order."""
+    failing = None if model.report is None else sorted(
+        i for i, marks in model.marks.items() if any(mk.status == "fail" for mk in marks))
+    return {"nonfinite": model.nav.nonfinite_eqns(), "failing": failing}
 
 
 def outline_part(model: DebugModel) -> dict:

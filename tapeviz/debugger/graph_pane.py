@@ -132,7 +132,7 @@ def more_notes(graph, nodes: list[str], labels_kind: str = "html") -> list[str]:
 
 def _more_attrs() -> str:
     """A note's attributes between its label and its id."""
-    return " " + _attrs({"fontsize": "8", "fontcolor": MORE_COLOUR, "tooltip": MORE_TIP})[1:-1]
+    return " " + attr_list({"fontsize": "8", "fontcolor": MORE_COLOUR, "tooltip": MORE_TIP})[1:-1]
 
 
 # -- the pane's source, written by the browser -----------------------------------------------------
@@ -143,15 +143,44 @@ _ROW = re.compile(r"<TR>.*?</TR>", re.S)
 _SCOPE_LABELS = {"forward": "{}", "backward": "pullback of {}", "tangent": "pushforward of {}"}
 
 
-def _attrs(attrs: dict) -> str:
+def attr_list(attrs: dict) -> str:
     """``[k=v ...]`` as ``tapeviz.draw`` writes attribute lists."""
     return "[" + " ".join(f"{k}={dot_value(v)}" for k, v in attrs.items()) + "]"
 
 
-def _tip(text: str) -> str:
+def tip_text(text: str) -> str:
     """A tooltip's text as it stands between the quotes of ``tooltip="..."`` (``dot_text`` then
     ``dot_value``, character by character: its lines are interned apart and joined again)."""
     return dot_value(dot_text(text))[1:-1]
+
+
+def label_cells(rows, style: str, failed: bool) -> list[str]:
+    """A node's label rows as ``labels.node_attrs`` writes them (HTML), without the table around
+    them, which depends on the node's marks (current, tint): ``PaneSource`` puts it back."""
+    label = labels.node_attrs(rows, style, failed=failed, current=False, tint=None, labels="html")["label"]
+    inner = label[label.index(">", 2) + 1:-len("</TABLE>>")]
+    parts = _ROW.findall(inner)
+    assert "".join(parts) == inner, "a label row holds a row"
+    return parts
+
+
+def _failure_lines(*ds) -> list[str]:
+    return [f"{name}: {message}" for d in ds if d for name, message in d.get("failures", ())]
+
+
+def equation_look(graph, eid: str) -> tuple[list, str, bool, str]:
+    """How equation node ``eid`` is drawn: its label rows, its style (a key of ``labels.KINDS``),
+    whether a check failed on it, and its tooltip (``tip_text``: provenance, scope, source,
+    failures)."""
+    nodes = graph.nodes
+    d = nodes[eid]
+    out = nodes[d["outputs"][0]] if len(d["outputs"]) == 1 else None
+    style = labels.style_of(d if d["kind"] == "guard" else out or d)
+    failures = _failure_lines(d, out)
+    scope = d.get("scope") or ()
+    tip = "\n".join(filter(None, [d["provenance"], scope and "in " + "/".join(scope), d["source"],
+                                  d["source_line"]]))
+    return labels.equation_rows(d, out), style, bool(failures), tip_text("\n".join([tip, *failures]))
 
 
 def pane_data(model: DebugModel, k: int, fragment, scope_ids: dict) -> dict:
@@ -170,14 +199,7 @@ def pane_data(model: DebugModel, k: int, fragment, scope_ids: dict) -> dict:
     style_code = {s: i for i, s in enumerate(STYLES)}
 
     def cells(rows, style: str, failed: bool) -> list[int]:
-        label = labels.node_attrs(rows, style, failed=failed, current=False, tint=None, labels="html")["label"]
-        inner = label[label.index(">", 2) + 1:-len("</TABLE>>")]
-        parts = _ROW.findall(inner)
-        assert "".join(parts) == inner, "a label row holds a row"
-        return [fragment(r) for r in parts]
-
-    def failure_lines(*ds) -> list[str]:
-        return [f"{name}: {message}" for d in ds if d for name, message in d.get("failures", ())]
+        return [fragment(r) for r in label_cells(rows, style, failed)]
 
     eq = {"cells": [], "style": [], "failed": [], "tip": [], "block": [], "align": []}
     blocks: dict[tuple, int] = {}
@@ -187,16 +209,11 @@ def pane_data(model: DebugModel, k: int, fragment, scope_ids: dict) -> dict:
     for e in model.eqns:
         eid = "eq/" + repr(e.outputs[0])
         d = nodes[eid]
-        out = nodes[d["outputs"][0]] if len(d["outputs"]) == 1 else None
-        style = labels.style_of(d if d["kind"] == "guard" else out or d)
-        failures = failure_lines(d, out)
-        eq["cells"].append(cells(labels.equation_rows(d, out), style, bool(failures)))
+        rows, style, failed, tip = equation_look(g, eid)
+        eq["cells"].append(cells(rows, style, failed))
         eq["style"].append(style_code[style])
-        eq["failed"].append(int(bool(failures)))
-        scope = d.get("scope") or ()
-        tip = "\n".join(filter(None, [d["provenance"], scope and "in " + "/".join(scope), d["source"],
-                                      d["source_line"]]))
-        eq["tip"].append([fragment(t) for t in _tip("\n".join([tip, *failures])).split("\n")])
+        eq["failed"].append(int(failed))
+        eq["tip"].append([fragment(t) for t in tip.split("\n")])
         phase, of = d["phase"], d["of"]
         name = label = None
         if of is not None and phase == "backward" and d["origin"] in BACKWARD_BLOCK:
@@ -207,44 +224,48 @@ def pane_data(model: DebugModel, k: int, fragment, scope_ids: dict) -> dict:
             name, label = f"cluster_rule_{of}", f"rule {d['rule']} \u2192 {of}"
         block = -1
         if name is not None:
-            attrs = _attrs({"label": labels.plain(label, "html"), "style": "rounded,dashed",
-                            "color": "#22d3ee" if phase == "tangent" else "#a78bfa", "fontsize": "9",
-                            "labeljust": "l"})
+            attrs = attr_list({"label": labels.plain(label, "html"), "style": "rounded,dashed",
+                               "color": "#22d3ee" if phase == "tangent" else "#a78bfa", "fontsize": "9",
+                               "labeljust": "l"})
             block = blocks.setdefault((name, attrs), len(blocks))
         eq["block"].append(block)
         aligned = of is not None and d["origin"] in origins and firsts[of][0] == eid
         eq["align"].append(index.get(of, -1) if aligned else -1)
-        scopes_used.add((phase, tuple(scope)))
+        scopes_used.add((phase, tuple(d.get("scope") or ())))
     var = {"cells": [], "style": [], "failed": [], "tip": {}}
     for n, d in model.var_attrs.items():
         producer = nodes[d["producer"]] if d.get("producer") else None
         style = labels.style_of(d)
-        failures = failure_lines(d)
+        failures = _failure_lines(d)
         var["cells"].append(cells(labels.variable_rows(d, producer), style, bool(failures)))
         var["style"].append(style_code[style])
         var["failed"].append(int(bool(failures)))
         if failures:
-            var["tip"][str(index[n])] = [fragment(t) for t in _tip("\n".join([n, *failures])).split("\n")]
+            var["tip"][str(index[n])] = [fragment(t) for t in tip_text("\n".join([n, *failures])).split("\n")]
     fail_tint = sorted({index[repr(v)] for i, marks in model.marks.items()
                         if any(m.status == "fail" for m in marks) for v in model.eqns[i].outputs})
-    return {"head": _head(), "k": k, "hops": g.graph.get("hops_per_step", 1), "upward": upward,
+    return {"head": dot_head(), "k": k, "hops": g.graph.get("hops_per_step", 1), "upward": upward,
             "styles": list(STYLES), "looks": [_look(labels.KINDS[s]) for s in STYLES],
             "failedLook": _look(labels.FAILED), "currentLook": _look(labels.CURRENT),
             "tint": labels.TINT, "failTint": FAILED_TINT, "failTinted": fail_tint,
-            "rounded": ["input", "parameter"], "edges": _edge_attrs(upward),
-            "tops": {p: _attrs({"label": labels.plain(p, "html", bold=True), "style": "rounded",
-                                "color": "#cbd5e1", "fontsize": "12", "labeljust": "l",
-                                "bgcolor": CLUSTER_COLOURS[p]}) for p in PHASES},
+            "rounded": ["input", "parameter"], "edges": edge_attrs(upward),
+            "tops": tops(),
             "scopeAttrs": _scope_attrs(scopes_used, scope_ids),
             "blocks": [[name, attrs] for name, attrs in blocks], "eq": eq, "var": var,
             "shared": SHARED_LIMIT, "more": [_more_attrs(), MORE_EDGE]}
+
+
+def tops() -> dict:
+    """The attributes of the forward, backward and tangent columns' clusters."""
+    return {p: attr_list({"label": labels.plain(p, "html", bold=True), "style": "rounded", "color": "#cbd5e1",
+                          "fontsize": "12", "labeljust": "l", "bgcolor": CLUSTER_COLOURS[p]}) for p in PHASES}
 
 
 def _look(look) -> list:
     return [look.frame, look.background, look.width]
 
 
-def _head() -> str:
+def dot_head() -> str:
     """The statements before the body: graph, node and edge attributes (``tapeviz.draw``'s,
     with no legend and no title)."""
     graph_attr = {"rankdir": "TB", "newrank": "true", "nodesep": "0.3", "ranksep": "0.3", "fontname": FONT,
@@ -256,7 +277,7 @@ def _head() -> str:
     return source[:-2]
 
 
-def _edge_attrs(upward: bool) -> dict:
+def edge_attrs(upward: bool) -> dict:
     """An edge's attribute list by kind, [in the forward or tangent column, in the backward
     column] (drawn upwards there in the joint view of a gradient)."""
     out = {}
@@ -266,7 +287,7 @@ def _edge_attrs(upward: bool) -> dict:
             d = dict(attrs)
             if backward and upward:
                 d["dir"] = "back"
-            pair.append(" " + _attrs(d) if d else "")
+            pair.append(" " + attr_list(d) if d else "")
         out[kind] = pair
     return out
 
@@ -279,9 +300,9 @@ def _scope_attrs(used: set, scope_ids: dict) -> dict:
         for depth in range(1, len(scope) + 1):
             path, look = scope[:depth], SCOPE_LOOKS[phase]
             label = labels.plain(_SCOPE_LABELS[phase].format(path[-1]), "html")
-            out[phase][str(scope_ids[path])] = _attrs({"label": label, "style": "rounded,filled", "color": look[0],
-                                                       "fillcolor": look[2 - len(path) % 2], "fontcolor": look[0],
-                                                       "fontsize": "10", "labeljust": "l"})
+            out[phase][str(scope_ids[path])] = attr_list({"label": label, "style": "rounded,filled",
+                                                          "color": look[0], "fillcolor": look[2 - len(path) % 2],
+                                                          "fontcolor": look[0], "fontsize": "10", "labeljust": "l"})
     return out
 
 

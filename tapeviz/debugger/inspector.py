@@ -58,6 +58,9 @@ def inspector_html(model: DebugModel, var_html, name: str | None = None) -> str:
         p = model.producer_index.get(name)
         missing = (f"a temporary of the {model.eqns[p].origin.describe()}" if p is not None
                    else "a cotangent input")
+    if partner is not None and partner not in model.var_attrs:      # merged away by the optimiser
+        partner, missing = None, (f"its {role} {partner} is not in this tape: the optimiser merged it "
+                                  "with an equal one (common subexpressions)")
     cards = [card(model, name, "value", var_html)]
     cards.append(card(model, partner, role, var_html) if partner else
                  f'<div class="tv-card tv-card-empty"><div class="tv-card-h">{role}</div>{html_text(missing)}</div>')

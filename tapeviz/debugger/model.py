@@ -36,7 +36,8 @@ from ad.origins import OriginKind
 from ad.tape import Eqn, InvalidTapeError, Tape, Var, eval_tape, gc_paused, validate
 
 from ..graph import (BACKWARD_BLOCK, EQUATION_KINDS, PUSHFORWARD_BLOCK, TANGENT_KINDS, annotate,
-                     node_of, to_networkx, values_of)
+                     node_of, to_networkx)
+from ..values import values_of
 from .navigation import Breakpoints, Navigation
 
 GRANULARITIES = ("pullback", "primitive")
@@ -44,6 +45,7 @@ GRANULARITIES = ("pullback", "primitive")
 
 RIGHT_BLOCKS = BACKWARD_BLOCK + PUSHFORWARD_BLOCK    # origins of the blocks shown beside an instance
 FORWARD_KIND = OriginKind.PRIMAL                   # the one origin of the forward phase
+NOT_VARIABLES = EQUATION_KINDS | {"constant"}      # the graph's other node kinds
 
 
 class Step(NamedTuple):
@@ -77,14 +79,13 @@ def build_steps(gt, granularity: str) -> list[Step]:
     """The steps of a gradient tape at ``granularity`` (see the module docstring)."""
     if granularity not in GRANULARITIES:
         raise ValueError(f"granularity={granularity!r}; choose one of {GRANULARITIES}")
-    steps: list[Step] = []
-    append = steps.append
+    runs: list[list] = []                  # [origin kind, start, stop, of (a Var), rule], Steps once whole
+    append = runs.append
     primitive = granularity == "primitive"
     last_key = None
     for i, e in enumerate(gt.eqns):
         o = e.origin
-        kind = o.kind
-        of = repr(o.of) if o.of is not None else None
+        kind, of = o.kind, o.of
         if primitive or of is None:
             key = None
         elif kind is FORWARD_KIND:           # the forward phase
@@ -94,11 +95,12 @@ def build_steps(gt, granularity: str) -> list[Step]:
         else:
             key = None                     # fan-in, seed, zeros: a step each
         if key is not None and key == last_key:
-            steps[-1] = steps[-1]._replace(stop=i + 1)
+            runs[-1][2] = i + 1
         else:
-            append(Step(kind.phase, kind.block or kind, i, i + 1, of, o.rule or e.prim.name))
+            append([kind, i, i + 1, of, o.rule or e.prim.name])
         last_key = key
-    return steps
+    return [Step(kind.phase, kind.block or kind, start, stop, None if of is None else repr(of), rule)
+            for kind, start, stop, of, rule in runs]
 
 
 class Steps(Mapping):
@@ -258,8 +260,7 @@ class DebugModel:
                 values = values_of(gt, *args)
         self.values = values
         self.graph = to_networkx(gt, values=self.values)
-        self.var_attrs = {n: d for n, d in self.graph.nodes(data=True)
-                          if d["kind"] not in EQUATION_KINDS and d["kind"] != "constant"}
+        self.var_attrs = {n: d for n, d in self.graph.nodes(data=True) if d["kind"] not in NOT_VARIABLES}
         self.steps = Steps(gt)
         self._starts: dict = {}
         self.rows, self.row_of_eqn, self.producer_index = self._rows()

@@ -4,14 +4,17 @@ interactive pages that embed a whole session.
 A *session* is what the view needs to show any step and any selection, each thing once: the
 tape (``frames.tape_part``: every equation's operands, results, row, phase and scope; and the
 step table, ``frames.steps_part``: each step's place, phase line and scope), the listing and the
-residuals table drawn whole, the outline's tree (read only: stepping by call and breakpoints
-need a kernel), what the graph pane's drawings are made of (``graph_pane.pane_data``: each
-node's label and tooltip, its cluster; interned in ``dots``), and per variable its value card
+residuals table drawn whole, the outline's tree, what ``run_to_nonfinite`` and
+``run_to_failure`` look for (``frames.navigation_part``), the breakpoints set when it was
+written, what the graph pane's drawings are made of (``graph_pane.pane_data``: each node's
+label and tooltip, its cluster; interned in ``dots``; and the calls view's tables,
+``embedded_calls``), and per variable its value card
 and its closure-versus-lifted panel (``vars``; their markup interned in ``html``). The view
 (``static/debugger.js``) reads them through a ``Session`` model that answers the messages the
 kernel answers, deriving what the kernel would send (the step's part, the selection's partners,
-the inspector's pair of cards, the pane's Graphviz source for the cursor's neighbourhood, laid
-out by the vendored Graphviz), so the page steps, selects and compares like the live widget.
+the inspector's pair of cards, the pane's Graphviz source for the cursor's neighbourhood or
+the program's calls, laid out by the vendored Graphviz, where a step by call, a run-to or a continue goes), so the page
+steps (by call too, to breakpoints), selects and compares like the live widget.
 
 So a session grows with the tape, not with steps x graph: about 2.5 kB of JSON per equation
 without the value cards, and a card per variable (1 to 3 kB for a few numbers, about 50 kB for a
@@ -41,7 +44,9 @@ import warnings
 from pathlib import Path
 
 from ..escaping import html_text
-from .frames import checks_part, outline_part, steps_part, tape_part
+from .calls_pane import calls_data
+from .diff_pane import page_part
+from .frames import checks_part, navigation_part, outline_part, steps_part, tape_part
 from .graph_pane import legend, pane_data
 from .inspector import heatmap_html, inspector_html, stats_html
 from .listing import Listing, phase_html
@@ -56,8 +61,6 @@ LEAST_PER_EQUATION = 1_500      # bytes of JSON an equation takes at least (2.4 
 WARN_BYTES = 5_000_000          # of a page
 SNAPSHOT_ROWS = 12
 OFFLINE = "checks need a running kernel: this page shows the ones run before it was written"
-STEPPING_OFFLINE = ("stepping by call, breakpoints and run-to need a running kernel: this page "
-                    "steps one step at a time")
 NOTE = ("A static page: the tape is embedded and your browser draws each step, so the debugger works "
         "without a kernel; running the checks needs one.")
 NO_VALUES = " Its value cards were left out (values=False): the inspector shows shapes and kinds."
@@ -145,15 +148,17 @@ def session(dbg, max_bytes: int | None = None, values: bool = True) -> dict:
         paths.append(paths[parent] + (name,))
     data = {"version": VERSION,
             "start": {"granularity": m.granularity, "index": m.index, "selected": m.selected,
-                      "closure": dbg.closure_shown},
-            "frame": {"eqns": len(m.eqns), "pane": {"k": dbg.graph.k}, "mode": m.mode, "breakpoints": [],
-                      "offline": STEPPING_OFFLINE, "values": values},
-            "outline": outline_part(m), "steps": steps_part(m), "tape": tape,
+                      "closure": dbg.closure_shown, "view": dbg.graph_view},
+            "frame": {"eqns": len(m.eqns), "pane": {"k": dbg.graph.k}, "mode": m.mode, "values": values,
+                      "breakpoints": [t if isinstance(t, str) else list(t) for t in m.breakpoints]},
+            "outline": outline_part(m), "steps": steps_part(m), "tape": tape, "navigation": navigation_part(m),
             "graph": pane_data(m, dbg.graph.k, dots, {p: k for k, p in enumerate(paths)}),
+            "calls": embedded_calls(m, tape),
             "listing": full.render(),
             "residuals": residuals_html(m, full, rows_each_side=len(m.residual_table())),
             "legend": legend(m.mode), "checks": {**checks_part(m, dbg._checks.get("current")), "offline": OFFLINE},
             "note": NOTE + ("" if values else NO_VALUES)}
+    data["diff"] = page_part(dbg)            # the diff pane's, when one is shown (diff_pane)
     budget.add(_json_size(data) + _json_size(list(dots)))
     budget.phase()
     variables = {name: _cards(m, full.var, name, values, texts, budget) for name in _counted(m.var_attrs, budget)}
@@ -166,6 +171,17 @@ def session(dbg, max_bytes: int | None = None, values: bool = True) -> dict:
     if budget.used > max_bytes:
         budget.refuse(budget.used)
     return data
+
+
+def embedded_calls(m, tape: dict) -> dict:
+    """The calls view's tables (``calls_tables.calls_data``) as a page embeds them: without what
+    the view makes from the tape it has (``tape_part``, whose scopes are numbered the same way):
+    the equations' scopes and phases, and the edges (``callEdges`` in ``static/debugger.js``)."""
+    data = calls_data(m)
+    assert data["eqScope"] == tape["scope"] and data["eqPhase"] == tape["phase"], "scopes numbered alike"
+    scopes = {k: v for k, v in data["scopes"].items() if k != "edges"}
+    groups = {k: v for k, v in data["groups"].items() if k != "edges"}
+    return {**{k: v for k, v in data.items() if k not in ("eqScope", "eqPhase")}, "scopes": scopes, "groups": groups}
 
 
 def _counted(names, budget: _Budget):

@@ -14,9 +14,9 @@ views (``listing``, ``inspector``, ``residuals``, ``closure``), the graph pane's
 browser lays out (in a Web Worker), and the outline's scope tree (once, and again after checks).
 The listing and the residuals are sent without what depends on
 the cursor (the view sets those classes), and the listing's window of rows moves only when the
-cursor nears its edges, so most steps send neither. The view asks for the steps around the cursor
-ahead of time (``{"action": "ahead"}``, answered by ``_ahead`` with what those steps would send,
-the cursor unmoved) and repaints a click on one of them at once; each action a view sends carries
+cursor nears its edges, so most steps send neither. The view asks for steps ahead of time (``{"action":
+"ahead"}``, answered by ``_ahead`` with what they would send and where the moves by call go from
+each, the cursor unmoved) and repaints a click on one of them at once; each action a view sends carries
 its name and a number (``view``, ``seq``) that the frame echoes, so the kernel's answer confirms
 (or corrects) what the view guessed. The only module of the package that imports ipywidgets
 (through anywidget).
@@ -36,16 +36,19 @@ import traitlets
 
 import ad
 from ad.tape import Var
+from ad.transforms.gradients import primal_and_grad_tape
 
 from . import page
 from .closure import closure_html, compare, compare_tangents, instances, tangent_html
-from .frames import NO_CHECKS, checks_part, outline_part, sel_part, step_part
+from .by_call import ByCallMode
+from .calls_pane import CallsMode
+from .diff_pane import NO_DIFF, DiffMode
+from .frames import NO_CHECKS, checks_part, moves_part, outline_part, sel_part, step_part
 from .graph_pane import GraphPane, legend
 from .inspector import inspector_html
 from .listing import Listing
 from .markup import static
 from .model import DebugModel, built_in_one_go, jvp_tape
-from .navigation import describe
 from .residuals import residuals_html
 
 STATIC = Path(__file__).with_name("static")
@@ -61,7 +64,7 @@ class Exported(NamedTuple):
     data: bytes
 
 
-class TapeDebugger(anywidget.AnyWidget):
+class TapeDebugger(ByCallMode, CallsMode, DiffMode, anywidget.AnyWidget):
     """Forward and backward listings side by side, stepping, graph, values, checks (see module).
 
     Scripting (each call redraws the view, wherever it is shown):
@@ -69,12 +72,17 @@ class TapeDebugger(anywidget.AnyWidget):
     and ``step``, ``n_steps``, ``current``, ``phase_line``, ``granularity``; by call (the user's
     scopes) ``step_into()``, ``step_over()``, ``step_out()``, ``run_to(target)``, ``breakpoints``
     and ``cont()``, ``run_to_nonfinite()``, ``run_to_failure()``, and ``scope``, ``outline()``,
-    ``message``; selection
+    ``message``; the graph pane's ``graph_view`` ("around" the cursor, or the program's "calls":
+    ``open_call(target)``, ``close_call(target)``, ``opened``; its DOT ``graph.dot()`` and
+    ``calls.dot()``); selection
     ``select("%7")``, ``selected``, ``step_to_selection()``; ``show_closure(on)``,
-    ``closure_shown`` and ``comparison(name)``; ``run_checks(**options)`` (the report),
+    ``closure_shown`` and ``comparison(name)``; ``show_diff(other)`` (the tape diffed with ``other``,
+    by default with ``ad.optimize`` of it), ``diff``, ``hide_diff()``; ``run_checks(**options)`` (the report),
     ``report``, ``alerts``, ``jump_to_alert(k)``; ``export(format)`` and ``last_export``;
-    ``to_html(path)`` writes a page that steps and selects with no kernel. The state is ``model``
-    (a ``DebugModel``).
+    ``to_html(path)`` writes a page that steps (by call too, to breakpoints) and selects with no
+    kernel. The state is ``model`` (a ``DebugModel``). Keys while the view has focus (others stay
+    the notebook's): arrows prev / next, Home / End, ``i`` ``o`` ``u`` step into / over / out, ``c``
+    continue (with Shift: backwards), ``b`` a breakpoint at the cursor, ``?`` the list ("keys").
     """
 
     _esm = STATIC / "debugger.js"
@@ -87,17 +95,18 @@ class TapeDebugger(anywidget.AnyWidget):
     _dot = traitlets.Unicode().tag(sync=True)
     _legend = traitlets.Unicode().tag(sync=True)
     _outline = traitlets.Dict().tag(sync=True)    # the scope tree; sent again when checks ran
+    _diff = traitlets.Dict(NO_DIFF).tag(sync=True)    # the diff pane (diff_pane.view_part)
 
     @built_in_one_go          # no garbage collection while a big session is built
     def __init__(self, f, args, argnums=0, *, rows: int = 40, graph_k: int = 2):
         with np.errstate(all="ignore"):        # NaN and Inf are what one debugs: shown, not warned
-            self._start(f, args, argnums, DebugModel(ad.grad_tape(f, *args, argnums=argnums), args), rows, graph_k)
+            primal, gt = primal_and_grad_tape(f, *args, argnums=argnums)     # one trace for both
+            self._start(f, args, argnums, primal, DebugModel(gt, args), rows, graph_k)
 
-    def _start(self, f, args, argnums, model: DebugModel, rows: int, graph_k: int) -> None:
+    def _start(self, f, args, argnums, primal, model: DebugModel, rows: int, graph_k: int) -> None:
         super().__init__()
         self.f, self.args, self.argnums = f, tuple(args), argnums
-        with np.errstate(all="ignore"):
-            self.primal = ad.trace(f, *args)
+        self.primal = primal                   # the rule instances the closure panel compares
         self.model = model
         model.breakpoints.changed = lambda: setattr(self, "_frame", self._frame_now())
         self._legend = legend(model.mode)
@@ -120,7 +129,7 @@ class TapeDebugger(anywidget.AnyWidget):
         self._actions = {
             "hello": lambda _: self.send({"kind": "hello"}),
             "graphviz": lambda _: self.send({"kind": "graphviz", "source": static("graphviz/graphviz.js")}),
-            "svg": lambda msg: self.send({"kind": "svg", "dot": msg.get("dot"), "svg": self.graph_svg}),
+            "svg": lambda msg: self.send({"kind": "svg", "dot": msg.get("dot"), "svg": self._svg_of(msg.get("dot"))}),
             "first": lambda _: self.first(), "prev": lambda _: self.prev(),
             "next": lambda _: self.next(), "last": lambda _: self.last(),
             "step": lambda msg: self.step_to(int(msg["index"])),
@@ -128,6 +137,8 @@ class TapeDebugger(anywidget.AnyWidget):
             "select": lambda msg: self._pick(str(msg.get("name") or "")),
             "goto": lambda _: self.step_to_selection(),
             "closure": lambda msg: self.show_closure(bool(msg.get("on"))),
+            "diff": lambda msg: self._diff_from_view(bool(msg.get("on"))),
+            "diff_goto": lambda msg: self._go_to_diff_entry(int(msg["eqn"])),
             "checks": lambda _: self._checks_from_view(),
             "alert": lambda msg: self.jump_to_alert(int(msg["k"])),
             "export": lambda msg: self._offer(self.export(msg["format"])),
@@ -140,6 +151,7 @@ class TapeDebugger(anywidget.AnyWidget):
             "failure": lambda msg: self.run_to_failure(bool(msg.get("reverse"))),
             "run_to": lambda msg: self._from_view(self.run_to, msg.get("target")),
             "breakpoint": lambda msg: self._from_view(self._toggle, msg.get("target"), msg.get("on", True)),
+            **self._start_calls(),
         }
         self.on_msg(self._on_message)
         self._refresh()
@@ -221,117 +233,6 @@ class TapeDebugger(anywidget.AnyWidget):
         """"pullback" (a rule instance or pullback block per step) or "primitive" (an equation)."""
         self.model.set_granularity(granularity)
         self._refresh()
-
-    # -- stepping by call, to a target, to a breakpoint (definitions: navigation) ----------
-    @property
-    def scope(self) -> tuple:
-        """The scope path at the cursor: the current step's equations' (``eqn.scope``; their
-        common prefix when they differ), ``()`` at the top level."""
-        return self.model.nav.scope_of()
-
-    def outline(self, fold: int | None = 2) -> dict:
-        """The program's scope tree as plain data: per call its path, name, forward, backward
-        and tangent equation counts, residual bytes, check status ("fail", "warn", "pass", None
-        before ``run_checks``) and children in call order; a name called ``fold`` times or more
-        (``cell#1`` ... ``cell#40``) folded into one group entry whose children are its calls.
-        ``tapeviz.debugger.navigation.Navigation.outline`` documents the shape."""
-        return self.model.nav.outline(fold)
-
-    @property
-    def message(self) -> str:
-        """What the last move said: why it did not go where asked, or what it stopped at."""
-        return self._message
-
-    def _go(self, index: int | None, failed: str = "", done: str = "", end: int | None = None) -> bool:
-        """Move to step ``index`` and redraw (True); None: say ``failed``, moving to ``end``
-        if given (a step over or out that runs off the tape stops at its end), and False."""
-        self._message = done if index is not None else failed
-        to = index if index is not None else end
-        if to is None:
-            self._frame = self._frame_now()
-        else:
-            self.model.step_to(to)
-            self._refresh()
-        return index is not None
-
-    def _edge(self, reverse: bool) -> tuple[str, int]:
-        return (("the start of the tape", 0) if reverse else ("the end of the tape", self.n_steps - 1))
-
-    def step_into(self, reverse: bool = False) -> bool:
-        """To the next step (the previous, with ``reverse``), entering a call when it is in one.
-        False at the end (start) of the tape."""
-        where, _ = self._edge(reverse)
-        return self._go(self.model.nav.step_into(reverse), f"at {where}")
-
-    def step_over(self, reverse: bool = False) -> bool:
-        """To the next step (previous, with ``reverse``) that is not inside a call made from the
-        cursor's frame: each call is run whole, in backward its whole pullback block (fan-in
-        sums in it included), consecutive calls together. With none left, to the end (start)
-        of the tape, and False. Definitions: ``tapeviz.debugger.navigation``."""
-        where, end = self._edge(reverse)
-        return self._go(self.model.nav.step_over(reverse), f"ran to {where}", end=end)
-
-    def step_out(self, reverse: bool = False) -> bool:
-        """To the first step after the cursor's frame (the innermost call whose span contains
-        the step) is left (with ``reverse``, the last step before it was entered); at the top
-        level, to the next (previous) phase's first (last) step. With none, to the end (start)
-        of the tape, and False."""
-        where, end = self._edge(reverse)
-        return self._go(self.model.nav.step_out(reverse), f"ran to {where}", end=end)
-
-    def run_to(self, target) -> None:
-        """To a target: an equation (``"%12"``, as ``select`` names it) or a scope path
-        (``("cell#17",)``, ``"cell#17/sig"``: its first step in the cursor's phase if it has
-        steps there, else its first step). KeyError for an unknown one."""
-        self._go(self.model.nav.run_to(target))
-
-    @property
-    def breakpoints(self):
-        """The breakpoints: a set of targets (``run_to``'s), checked when added; a scope's hits
-        where the call's forward body and where its pullback block begin. ``cont()`` runs to the next."""
-        return self.model.breakpoints
-
-    @breakpoints.setter
-    def breakpoints(self, targets) -> None:
-        checked = [self.model.nav.target(t) for t in targets]      # all or nothing
-        self.model.breakpoints.clear()
-        self.model.breakpoints |= checked
-
-    def cont(self, reverse: bool = False) -> bool:
-        """Run to the next step (the previous, with ``reverse``) where a breakpoint is hit;
-        False, with a ``message``, when none is ahead."""
-        if not self.model.breakpoints:
-            return self._go(None, "no breakpoints: add targets to dbg.breakpoints")
-        hit = self.model.nav.next_hit(self.model.breakpoints, reverse)
-        if hit is None:
-            return self._go(None, f"no breakpoint {'behind' if reverse else 'ahead'}")
-        return self._go(hit[0], done="breakpoint " + ", ".join(describe(t) for t in hit[1]))
-
-    def run_to_nonfinite(self, from_cursor: bool = False) -> bool:
-        """To the first step whose outputs contain NaN or Inf (the first after the cursor's,
-        with ``from_cursor``); False, with a ``message``, when there is none."""
-        j = self.model.nav.nonfinite_step(from_cursor)
-        return self._go(j, f"no NaN or Inf {'after this step' if from_cursor else 'in this tape'}",
-                        done="NaN or Inf in " + ", ".join(self.model.written(self.model.step_list[j]))
-                        if j is not None else "")
-
-    def run_to_failure(self, reverse: bool = False) -> bool:
-        """To the next step (the previous, with ``reverse``) with a failing check on one of its
-        equations (``run_checks`` first); False, with a ``message``, when none is."""
-        if self.model.report is None:
-            return self._go(None, "no checks have run: call run_checks() first")
-        return self._go(self.model.nav.failure_step(reverse),
-                        f"no failing check {'behind' if reverse else 'ahead'}")
-
-    def _toggle(self, target, on=True) -> None:
-        (self.model.breakpoints.add if on else self.model.breakpoints.discard)(target)
-
-    def _from_view(self, action, *args) -> None:
-        """A target typed or clicked in the browser: a bad one is reported, never raised."""
-        try:
-            action(*args)
-        except (KeyError, TypeError) as exc:
-            self._say(str(exc.args[0]))
 
     # -- selection -------------------------------------------------------------------------
     @property
@@ -477,7 +378,7 @@ class TapeDebugger(anywidget.AnyWidget):
     def export(self, format: str = "svg") -> Exported:
         """The graph pane's view as a file (svg, dot, png, pdf), drawn by the kernel's Graphviz
         with a legend and the phase line; kept in ``last_export`` (the view offers a download)."""
-        data = self.graph.export(format, self.phase_line)
+        data = self._pane().export(format, self.phase_line)
         mime = MIMES.get(format, "application/octet-stream")
         self.last_export = Exported(f"tape-step-{self.step + 1}.{format}", mime, data)
         return self.last_export
@@ -489,12 +390,13 @@ class TapeDebugger(anywidget.AnyWidget):
     @property
     def graph_svg(self) -> str:
         """The graph pane drawn by the kernel's Graphviz (the view lays out ``_dot`` itself)."""
-        return self.graph.svg()
+        return self._pane().svg()
 
     # -- what the view receives ------------------------------------------------------------
     def _frame_now(self) -> dict:
         m = self.model
-        return {"eqns": len(m.eqns), "pane": {"k": self.graph.k}, "mode": m.mode, "granularity": m.granularity,
+        return {"eqns": len(m.eqns), "pane": {"k": self.graph.k, "view": self._graph_view, **self.calls.part()},
+                "mode": m.mode, "granularity": m.granularity,
                 "step": step_part(m), "selected": m.selected, "sel": sel_part(m, m.selected),
                 "closure": self._closure_on, "message": self._message, "checks": self._checks,
                 "seq": self._seq, "by": self._by, "window": list(self._window or self.listing_view.follow(None)),
@@ -505,13 +407,14 @@ class TapeDebugger(anywidget.AnyWidget):
         """What a step's parts depend on besides the cursor: the view keeps the steps it was
         sent ahead per context, and drops them when it changes."""
         m = self.model
-        return f"{m.mode}|{m.granularity}|{m.selected}|{m.checks_version}"
+        return f"{m.mode}|{m.granularity}|{m.selected}|{m.checks_version}|{self._graph_view}|{self.calls.version}"
 
     def _ahead(self, indices) -> None:
         """Send the view the steps ``indices`` as a step to them would send them (the step part,
         the DOT, the inspector, the residuals, the listing's window and, when that window is not
-        the current one, its rows), the cursor unmoved. None while the closure panel is shown
-        (a step redraws it: the kernel answers those steps)."""
+        the current one, its rows) and where the moves by call go (``moves_part``), the cursor
+        unmoved. None while the closure panel is shown (a step redraws it: the kernel answers
+        those steps)."""
         m = self.model
         texts: dict[str, int] = {}
 
@@ -525,10 +428,10 @@ class TapeDebugger(anywidget.AnyWidget):
             for j in [] if self._closure_on else wanted:
                 m.index = j
                 window = self.listing_view.follow(self._window)
-                part = {"index": j, "step": step_part(m), "dot": intern(self.graph.dot()),
+                part = {"index": j, "step": step_part(m), "dot": intern(self._pane().dot()),
                         "inspector": intern(inspector_html(m, self.listing_view.var)),
                         "residuals": intern(residuals_html(m, self.listing_view, cursor=False)),
-                        "window": list(window)}
+                        "window": list(window), "moves": moves_part(m)}
                 if window != self._window:
                     part["listing"] = intern(self.listing_view.render(window, cursor=False))
                 steps.append(part)
@@ -546,7 +449,7 @@ class TapeDebugger(anywidget.AnyWidget):
             self._inspector = inspector_html(m, self.listing_view.var)
             self._residuals = residuals_html(m, self.listing_view, cursor=False)
             self._closure = self.closure_panel() if self._closure_on else ""
-            self._dot = self.graph.dot()
+            self._dot = self._pane().dot()
             if self._outline_of != m.checks_version:
                 self._outline, self._outline_of = outline_part(m), m.checks_version
             self._frame = self._frame_now()
@@ -569,7 +472,7 @@ class JvpDebugger(TapeDebugger):
         with np.errstate(all="ignore"):
             tape, values = jvp_tape(f, primals, tangents)
             argnums = tuple(i for i, t in enumerate(tangents) if t is not None)
-            self._start(f, primals, argnums, DebugModel(tape, primals, values=values), rows, graph_k)
+            self._start(f, primals, argnums, ad.trace(f, *primals), DebugModel(tape, primals, values), rows, graph_k)
 
     def comparison(self, name: str | None = None):
         """Closure versus lifted pushforward of the primal equation of ``name`` (default: the

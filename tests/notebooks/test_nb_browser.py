@@ -54,8 +54,8 @@ def test_tour_steps_and_selects_from_its_embedded_session(page, server, artifact
 
 def test_real_programs_debuggers_show_the_breakpoint_and_the_nan(page, server, artifacts):
     """The chapter on real programs: its 40-step RNN stopped at cell#17's pullback (the outline's
-    cell x40 expands, with cell#17 at the cursor, read only), then stepping; its padded RNN stopped
-    at the first NaN, in unit inside padded_cell#5."""
+    cell x40 expands, with cell#17 at the cursor), then stepping, and out of the call, with no
+    kernel; its padded RNN stopped at the first NaN, in unit inside padded_cell#5."""
     page.goto(f"{server}/{REAL.stem}.html")
     rnn, padded = page.locator(".tv-root").nth(0), page.locator(".tv-root").nth(1)
     phase = rnn.locator(".tv-phase")
@@ -63,7 +63,7 @@ def test_real_programs_debuggers_show_the_breakpoint_and_the_nan(page, server, a
     expect(phase).to_have_attribute("data-scope", "cell#17")
     expect(phase).to_have_attribute("data-selected", "%107")
     outline = rnn.locator(".tv-outline")
-    expect(rnn.locator(".tv-outline-h")).to_contain_text("read only")
+    expect(rnn.locator(".tv-outline-h")).to_contain_text("click one to go there")
     group = outline.locator('.tv-ol-row[data-kind="group"][data-path="cell"]')
     expect(group).to_contain_text("cell \u00d740")
     group.click()
@@ -76,6 +76,9 @@ def test_real_programs_debuggers_show_the_breakpoint_and_the_nan(page, server, a
     expect(phase).to_have_attribute("data-scope", "cell#17")
     rnn.locator("button.tv-prev").click()
     expect(phase).to_have_attribute("data-step", str(step))
+    rnn.locator("button.tv-step-out").click()                   # by call, with no kernel
+    expect(phase).not_to_have_attribute("data-scope", "cell#17")
+    expect(phase).to_have_attribute("data-phase", "backward")
     nan_phase = padded.locator(".tv-phase")
     expect(nan_phase.locator(".tv-phase-text")).to_contain_text("divide", timeout=WAIT)
     expect(nan_phase).to_have_attribute("data-scope", "padded_cell#5/unit")

@@ -116,15 +116,20 @@ def test_real_programs_shows_what_its_prose_says(site):
     assert "Counter({'transpose': 38, 'full': 1, 'reshape': 1, 'power': 1, 'negative': 1})" in text
     assert "Counter({'matmul': 38," in text and "moved from cell#40 to top level" in text
     assert "1 removed, 1 added, 3 changed, 47 same (values compared)" in text and "@@ layer#1 @@" in text
+    assert "open at cell#17's pullback: [('cell',), ('cell#17',)]" in text          # the graph, by call
+    assert "open at the first step:     []" in text
     svgs = [o for o in outputs if "image/svg+xml" in o.get("data", {})]
-    assert len(svgs) == 3                      # the collapsed RNN, the MLP's clusters, the rule diff
+    assert len(svgs) == 4              # the collapsed RNN, the MLP's clusters, cell#17 opened, the rule diff
     assert "layer#1" in svgs[1].data["image/svg+xml"] and "log_softmax" in svgs[1].data["image/svg+xml"]
-    assert "tape diff: 1 removed, 1 added, 3 changed" in svgs[2].data["image/svg+xml"]
+    assert "cell#17" in svgs[2].data["image/svg+xml"]
+    assert "tape diff: 1 removed, 1 added, 3 changed" in svgs[3].data["image/svg+xml"]
     embedded = [o.data[SESSION_MIME] for o in outputs if SESSION_MIME in o.get("data", {})]
-    assert len(embedded) == 2 and all("packed" in e for e in embedded)
+    assert len(embedded) == 3 and all("packed" in e for e in embedded)
     nan = unpack(embedded[1]["packed"])
     at = nan["steps"]["pullback"][nan["start"]["index"]]
     assert at["scope"] == ["padded_cell#5", "unit"] and nan["start"]["selected"] == "%51"
+    shown = unpack(embedded[2]["packed"])["diff"]           # the MLP's debugger, its diff pane open
+    assert shown["shown"] and shown["summary"].startswith("1 removed, 1 added, 3 changed")
 
 
 class _Resources(HTMLParser):

@@ -190,3 +190,81 @@ def outline_step_by_call(pg, root, artifacts, name: str) -> None:
     dbg.run_to_failure()
     at(root, dbg)                                                                  # "no checks have run..."
     assert not view_errors(pg), view_errors(pg)
+
+
+# -- the graph pane's calls view (tests/e2e/test_e2e_calls.py), on the 40-step RNN ---------------
+
+def graph_node(root, element_id: str):
+    return root.locator(f'.tv-graph g.node[id="{element_id}"]')
+
+
+def calls_view(pg, root, artifacts, name: str, kernel: bool = True) -> None:
+    """Switch the graph pane to the program's calls (``cell x40`` and its pullback one node each),
+    open the group by a click on its node (the outline expands it too; a window of 9 calls is
+    drawn), open ``cell#5`` by a click on its node, go to ``cell#17`` from the outline (the
+    window moves to it; its equations and its pullback's are drawn, the weights as stubs beside
+    their readers; a click on a stub selects the weight), close the group from its cluster's
+    title (the outline collapses it) and expand it in the outline (the graph opens it,
+    ``cell#17`` still opened). A click on an SVG node is dispatched to it: it may lie outside
+    the pane's view.
+    ``dbg``, a debugger of the same program in the test's process, names what must be drawn.
+    ``kernel=False``: a static page (no kernel answers; its status line says so)."""
+    dbg = tapeviz.debug(rnn_loss, *rnn_example())
+    k, k5 = dbg.calls.number(("cell#17",)), dbg.calls.number(("cell#5",))
+    cell17 = dbg.model.nav.tree.find(("cell#17",))
+    names = [repr(dbg.model.eqns[i].outputs[0]) for i in cell17.forward + cell17.backward]
+    dbg.graph_view = "calls"                                 # the moves below, to count Wh's stubs at cell#17
+    dbg.open_call(("cell",))
+    dbg.open_call(("cell#5",))
+    dbg.run_to(("cell#17",))
+    stubs = re.findall(r' id="(tvu_\d+_%0)"', dbg._dot)
+    pane = root.locator(".tv-graph-pane")
+    expect(root.locator(".tv-phase")).to_have_attribute("data-step", "0", timeout=KERNEL_TIMEOUT_MS)
+    if kernel:
+        expect(root.locator(".tv-status")).to_be_hidden()
+    root.locator("button.tv-view-calls").click()
+    expect(pane).to_have_attribute("data-view", "calls", timeout=KERNEL_TIMEOUT_MS)
+    expect(root.locator("button.tv-view-calls")).to_have_attribute("aria-pressed", "true")
+    group = graph_node(root, "tvg_f0")
+    expect(group).to_contain_text("cell \u00d740")
+    expect(graph_node(root, "tvg_b0")).to_contain_text("pullback of cell \u00d740")
+    expect(root.locator('.tv-graph g.node[id^="tvc_"]')).to_have_count(0)
+    root.scroll_into_view_if_needed()
+    pg.screenshot(path=str(artifacts / f"calls_{name}_top.png"))
+
+    group.dispatch_event("click")                                                 # open cell x40
+    call5 = graph_node(root, f"tvc_f{k5}")
+    expect(call5).to_contain_text("cell#5", timeout=KERNEL_TIMEOUT_MS)
+    expect(root.locator('.tv-graph g.node[id^="tvc_f"]')).to_have_count(9)        # a window of the 40
+    expect(graph_node(root, "tvs_f0_1")).to_contain_text("31 more: cell#10 to cell#40")
+    row = root.locator('.tv-outline .tv-ol-row[data-kind="group"][data-path="cell"]')
+    expect(row).to_have_attribute("aria-expanded", "true")                         # the outline follows
+    expect(root.locator('.tv-outline .tv-ol-row[data-path^="cell#"]')).to_have_count(40)
+
+    call5.dispatch_event("click")                                                 # open cell#5
+    expect(root.locator(f'.tv-graph g.cluster[id="tvo_cf{k5}"]')).to_have_count(1, timeout=KERNEL_TIMEOUT_MS)
+    root.locator('.tv-outline .tv-ol-row[data-path="cell#17"]').click()           # go to cell#17
+    for phase in "fb":
+        expect(root.locator(f'.tv-graph g.cluster[id="tvo_c{phase}{k}"]')).to_have_count(1, timeout=KERNEL_TIMEOUT_MS)
+    for var in names:
+        expect(graph_node(root, f"tvn_{var}")).to_have_count(1)
+    expect(graph_node(root, "tvs_f0_0")).to_contain_text("12 more: cell#1 to cell#12")   # the window: cell#13 to #21
+    expect(root.locator('.tv-graph g.node[id^="tvu_"][id$="_%0"]')).to_have_count(len(stubs))
+    expect(graph_node(root, "tvn_%0")).to_have_count(0)                           # Wh: only stubs
+    root.scroll_into_view_if_needed()
+    pg.screenshot(path=str(artifacts / f"calls_{name}_cell17.png"))
+    root.locator("button.tv-zoom-fit").click()                                    # the whole drawing
+    root.locator(".tv-graph-pane").screenshot(path=str(artifacts / f"calls_{name}_cell17_fit.png"))
+    graph_node(root, stubs[0]).dispatch_event("click")                            # a stub selects its value
+    expect(root.locator(".tv-phase")).to_have_attribute("data-selected", "%0", timeout=KERNEL_TIMEOUT_MS)
+
+    root.locator('.tv-graph g.cluster[id="tvo_gf0"] text').first.dispatch_event("click")   # close the group
+    expect(group).to_have_count(1, timeout=KERNEL_TIMEOUT_MS)
+    expect(row).to_have_attribute("aria-expanded", "false")
+    row.click()                                                                   # expand it in the outline
+    expect(row).to_have_attribute("aria-expanded", "true")
+    expect(root.locator(f'.tv-graph g.cluster[id="tvo_cf{k}"]')).to_have_count(1, timeout=KERNEL_TIMEOUT_MS)
+    expect(group).to_have_count(0)
+    root.locator("button.tv-view-around").click()                                 # and back
+    expect(pane).to_have_attribute("data-view", "around", timeout=KERNEL_TIMEOUT_MS)
+    assert not view_errors(pg), view_errors(pg)

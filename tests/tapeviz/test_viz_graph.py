@@ -2,6 +2,7 @@
 import sys
 from types import SimpleNamespace
 
+import networkx as nx
 import numpy as np
 import pytest
 
@@ -77,6 +78,39 @@ def test_node_ids_and_attributes_are_the_same_in_a_second_run():
     a, b = graph(), graph()
     assert list(a.nodes(data=True)) == list(b.nodes(data=True))
     assert list(a.edges(data=True)) == list(b.edges(data=True))
+
+
+def test_the_graph_is_the_one_networkx_builds_from_its_nodes_and_edges(mlp, mlp_graph):
+    """to_networkx fills the DiGraph's dicts itself: they hold what add_nodes_from and
+    add_edges_from make of the same nodes and edges, in tape order (an equation's operands in
+    its inputs' order), and networkx's algorithms and copies read them."""
+    tape, _ = mlp
+    g = mlp_graph
+    edges = []                       # in tape order: each equation's operands, then its results
+    for e in tape.eqns:
+        eid = f"eq/{e.outputs[0]!r}"
+        operands = [repr(x) if type(x) is Var else f"lit/{e.outputs[0]!r}.{pos}" for pos, x in enumerate(e.inputs)]
+        edges += [(u, eid) for u in dict.fromkeys(operands)] + [(eid, repr(v)) for v in e.outputs]
+    built = nx.DiGraph(**g.graph)
+    built.add_nodes_from(g.nodes(data=True))
+    built.add_edges_from((u, v, g.edges[u, v]) for u, v in edges)
+    assert list(g.nodes(data=True)) == list(built.nodes(data=True))
+    for n in g:
+        assert list(g.pred[n].items()) == list(built.pred[n].items())
+        assert list(g.succ[n].items()) == list(built.succ[n].items())
+    assert [d["order"] for _, d in g.nodes(data=True)] == list(range(len(g)))
+    assert all(g.succ[u][v] is g.pred[v][u] for u, v in g.edges)
+    assert g.number_of_edges() == built.number_of_edges() and nx.is_directed_acyclic_graph(g)
+    assert list(g.copy().edges(data=True)) == list(g.edges(data=True))
+
+
+def test_a_variable_defined_twice_is_refused_by_name():
+    tape = ad.trace(lambda x: np.sin(x) * 2.0, np.ones(3))
+    again = ad.Tape(tape.inputs, tape.eqns + tape.eqns[:1], tape.outputs, input_names=tape.input_names)
+    with pytest.raises(ValueError, match=r"%1 is defined twice .*ad.validate"):
+        to_networkx(again)
+    with pytest.raises(ValueError, match=r"%0 is defined twice"):
+        to_networkx(ad.Tape(tape.inputs * 2, tape.eqns, tape.outputs, input_names=tape.input_names * 2))
 
 
 def test_value_summaries_come_from_the_values(mlp, mlp_graph):

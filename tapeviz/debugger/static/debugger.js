@@ -8,7 +8,7 @@
    notebook the model is anywidget's and Python answers by updating the traits; on a static page
    it is a Session built from the tape the page embeds, which answers the same messages,
    deriving the traits Python would send (a step's part and the graph pane's source: PaneSource;
-   but stepping by call and breakpoints, which need the kernel: disabled there, saying why). What
+   where a move by call or a breakpoint goes: Navigation). What
    depends on the cursor or the selection (current line, partners, tints, notes) is applied here
    by classes, so one listing or card serves every step. The listing is virtualised (only the
    rows in view are in the DOM; their heights follow from the markup, so scrolling to the current
@@ -16,29 +16,43 @@
    (refill), the view writes the DOM once per animation frame, and Graphviz lays out in a Web
    Worker.
 
-   A click need not wait for the kernel: the view keeps the steps around the cursor, sent ahead
-   by Python ({action: "ahead"}, a bounded cache per context: granularity, selection, checks) with
-   their drawings laid out in the worker meanwhile, and repaints a step it has at once from them
-   (a *guess*). Every action carries the view's name and a number (seq) that the kernel's frame
+   A click need not wait for the kernel: the view keeps the steps a click may show next (the
+   step shown, and where step into, over and out go from it: its part says), sent ahead by Python
+   ({action: "ahead"}, a bounded cache per context: granularity, selection, checks) with their
+   drawings laid out in the worker meanwhile, and repaints a step it has at once from them (a
+   *guess*). Every action carries the view's name and a number (seq) that the kernel's frame
    echoes: frames answering an older action of this view are skipped, and the kernel's answer replaces the guess (the same markup:
-   nothing moves). Python stays the model. Listeners only, never inline handlers:
-   the view works under a Content-Security-Policy without 'unsafe-inline'. Tape strings reach the
-   DOM as text, or inside Python's escaped HTML. */
+   nothing moves). Python stays the model. While the view has focus, keys press its buttons
+   (KEYS; taken before the notebook's shortcuts see them, only those). Listeners only, never
+   inline handlers: the view works under a Content-Security-Policy without 'unsafe-inline'. Tape
+   strings reach the DOM as text, or inside Python's escaped HTML. */
 
-const TRAITS = ["_frame", "_listing", "_inspector", "_residuals", "_closure", "_dot", "_legend", "_outline"];
+const TRAITS = ["_frame", "_listing", "_inspector", "_residuals", "_closure", "_dot", "_legend", "_outline", "_diff"];
 const HTML_PARTS = [["_listing", "listing"], ["_inspector", "inspector"], ["_residuals", "residuals"],
   ["_closure", "closure"]];
 const PLAY_MS = 600;
 const SVG_CACHE = 64;
-const AHEAD = 6;               // steps kept on each side of the cursor
 const AHEAD_CACHE = 64;
-const LISTINGS = 8;            // listing windows kept for guesses
+const MOVES = ["step_into", "step_over", "step_out"];     // where these go from the step shown is sent ahead
 const STEPPING = { first: () => 0, prev: (i) => i - 1, next: (i) => i + 1 };
 const ZOOM = 1.25;
 const OUTLINE_ROWS = 30;       // entries the outline opens by itself, at most
 const OUTLINE_CHUNK = 200;     // calls of a group drawn per "more" click
 const STATUS_MARK = { fail: "\u2717", warn: "\u26a0", pass: "\u2713" };
 const GUTTER_TITLE = "click to set or clear a breakpoint on this equation";
+/* The keyboard, while the debugger has focus (a click in it, or Tab): a key (event.key, a letter
+   in lower case) -> [the button it presses, how the titles name it]; Shift goes backwards, as on
+   the buttons. A key with Ctrl, Alt or Meta, or typed into a field, is left to the page
+   (Jupyter's own shortcuts). */
+const KEYS = {
+  ArrowLeft: ["prev", "\u2190"], ArrowRight: ["next", "\u2192"], Home: ["first", "Home"], End: ["last", "End"],
+  i: ["stepInto", "i"], o: ["stepOver", "o"], u: ["stepOut", "u"], c: ["cont", "c"], b: ["breakpoint", "b"],
+  "?": ["keys", "?"],
+};
+const KEY_LIST = [["\u2190 \u2192", "previous / next step"], ["Home End", "first / last step"],
+  ["i o u", "step into / over / out of a call"], ["c", "continue to the next breakpoint"],
+  ["Shift+", "the same, backwards"], ["b", "set or clear a breakpoint at the cursor"],
+  ["?", "show or hide these keys"]];
 
 function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
@@ -87,6 +101,8 @@ function skeleton(root) {
     pick: el("input", { class: "tv-pick-input", placeholder: "%n", "aria-label": "select a variable" }),
     goto: button("tv-goto", "step to it", "move the cursor to the step that computes the selected variable"),
     closureToggle: button("tv-closure", "closure vs lifted", "compare the selected rule's closure and lifted pullbacks"),
+    diffToggle: button("tv-diff-toggle", "diff", "diff this tape with ad.optimize of it"),
+    diff: el("div", { class: "tv-diff-w", hidden: "" }),
     check: button("tv-check tv-warning", "run checks", "run ad.check on this program"),
     progress: el("progress", { class: "tv-progress", max: "1", value: "0", hidden: "" }),
     summary: el("span", { class: "tv-check-summary" }),
@@ -106,6 +122,9 @@ function skeleton(root) {
     zoomIn: button("tv-zoom-in", "+", "zoom in (or ctrl + wheel)"),
     fit: button("tv-zoom-fit", "fit", "show the whole drawing"),
     actual: button("tv-zoom-1", "1:1", "the readable scale"),
+    viewAround: button("tv-view-around", "around the cursor", "draw the equations within a few steps of the cursor"),
+    viewCalls: button("tv-view-calls", "calls", "draw the program's calls: the cursor's opened, each other one a node " +
+      "beside its pullback; click one to open it, an opened one's title to close it"),
     view: el("div", { class: "tv-graph-view", title: "drag to pan; click a node to inspect it" }),
     stepInto: button("tv-step-into", "\u2198 step into", "to the next step, into the call it is in (Shift: backwards)"),
     stepOver: button("tv-step-over", "\u21b7 step over", "to the next step not inside a call made from here: " +
@@ -119,6 +138,9 @@ function skeleton(root) {
     failure: button("tv-failure", "run to failing check", "run to the next step with a failing check " +
       "(run the checks first; Shift: the previous one)"),
     breakpoints: el("span", { class: "tv-breakpoints" }),
+    keys: el("details", { class: "tv-keys" }, el("summary", { text: "\u2328 keys",
+      title: "keyboard shortcuts, while the debugger has focus (click in it first)" }),
+    el("dl", {}, ...KEY_LIST.flatMap(([key, what]) => [el("dt", { text: key }), el("dd", { text: what })]))),
     outline: el("div", { class: "tv-outline", role: "tree" }),
     outlineHead: el("div", { class: "tv-outline-h" }),
   };
@@ -127,24 +149,28 @@ function skeleton(root) {
   ui.phaseWrites = el("span", { class: "tv-phase-writes" });
   ui.phaseScope = el("span", { class: "tv-phase-scope", title: "the call the cursor is in (the outline highlights it)" });
   ui.phase.append(ui.phaseText, ui.phaseScope, ui.phaseWrites);
+  for (const [name, shown] of Object.values(KEYS)) {
+    if (ui[name] && ui[name].tagName === "BUTTON") ui[name].title += ` \u2014 key ${shown}`;
+  }
   ui.drawing = el("div", { class: "tv-graph-svg" });
   ui.view.append(ui.drawing);
   ui.pane = el("div", { class: "tv-graph-pane" }, ui.caption, ui.legend,
-    el("div", { class: "tv-zoom" }, ui.zoomOut, ui.zoomIn, ui.fit, ui.actual), ui.view);
+    el("div", { class: "tv-zoom" }, el("span", { class: "tv-graph-views" }, ui.viewAround, ui.viewCalls),
+      ui.zoomOut, ui.zoomIn, ui.fit, ui.actual), ui.view);
   const row = (cls, ...children) => el("div", { class: `tv-row-w ${cls}` }, ...children);
   root.append(
     ui.status, ui.phase,
     row("tv-toolbar", ui.first, ui.prev, ui.next, ui.last, ui.play, ui.slider, ui.counter,
       el("span", { class: "tv-granularity" }, ui.pullback, ui.primitive)),
     row("tv-nav", el("span", { class: "tv-nav-label", text: "by call" }), ui.stepInto, ui.stepOver, ui.stepOut,
-      ui.reverse, el("span", { class: "tv-nav-sep" }), ui.cont, ui.nonfinite, ui.failure, ui.breakpoints),
-    row("tv-tools", el("label", { class: "tv-pick" }, "select ", ui.pick), ui.goto, ui.closureToggle,
+      ui.reverse, el("span", { class: "tv-nav-sep" }), ui.cont, ui.nonfinite, ui.failure, ui.breakpoints, ui.keys),
+    row("tv-tools", el("label", { class: "tv-pick" }, "select ", ui.pick), ui.goto, ui.closureToggle, ui.diffToggle,
       ui.check, ui.progress, ui.summary, ui.svg, ui.dotButton, ui.download, ui.message),
     el("div", { class: "tv-main" },
       el("div", { class: "tv-left" }, ui.listing, ui.inspector),
       el("div", { class: "tv-right tv-graph" },
         el("div", { class: "tv-outline-pane" }, ui.outlineHead, ui.outline), ui.pane)),
-    ui.closure,
+    ui.closure, ui.diff,
     el("div", { class: "tv-bottom" },
       el("div", { class: "tv-alerts-w" },
         el("div", {}, el("b", { text: "check alerts" }), " (click one to jump to its equation)"), ui.alerts),
@@ -286,6 +312,7 @@ class GraphPane {
     this.pending = null;           // the DOT laid out last, and the one on screen
     this.shown = null;
     this.dragged = false;          // the pointer moved between down and up: a pan, not a click
+    this.opened = null;            // the selector of a cluster the calls view is opening: shown when drawn
     const { ui } = this;
     ui.zoomIn.addEventListener("click", () => this.zoom(ZOOM));
     ui.zoomOut.addEventListener("click", () => this.zoom(1 / ZOOM));
@@ -329,6 +356,7 @@ class GraphPane {
       return;
     }
     this.pending = dot;
+    const view = this.view.frame.pane.view || "around";       // the view this source draws
     // the step's listing and phase line reach the screen first, the drawing in a later frame
     const painted = () => new Promise((done) => requestAnimationFrame(() => setTimeout(done)));
     let drawing = this.cache.get(dot);
@@ -354,6 +382,7 @@ class GraphPane {
     this.shown = dot;
     this.stamp();
     this.centre(this.view.frame.step.current);
+    this.ui.pane.dataset.view = view;
   }
 
   /* A promise of the drawing of dot, kept (the cache holds the layouts under way too). */
@@ -398,7 +427,16 @@ class GraphPane {
   }
 
   centre(name) {
-    const node = this.node(name);
+    const opened = this.opened && this.ui.drawing.querySelector(this.opened);
+    if (opened) {                  // a call just opened in the calls view: its cluster's corner, top left
+      this.opened = null;
+      const box = opened.getBoundingClientRect(), origin = this.ui.drawing.getBoundingClientRect();
+      this.x = 16 - (box.left - origin.left);
+      this.y = 16 - (box.top - origin.top);
+      this.apply();
+      return;
+    }
+    const node = this.ui.drawing.querySelector("g.node.tv-current") || this.node(name);   // the calls view frames a call
     const view = this.ui.view.getBoundingClientRect();
     if (!node) {
       this.x = this.y = 0;
@@ -764,7 +802,7 @@ const describeTarget = (target) => (Array.isArray(target) ? target.join("/") || 
    entries are in the DOM (a group's calls OUTLINE_CHUNK at a time), each built once; the row
    holding the cursor's scope (or, when that one is folded away, its nearest drawn ancestor) is
    highlighted. A click on a call runs to it, on a group or a triangle expands or collapses it,
-   on the left edge sets or clears a breakpoint; on a static page the outline only shows. */
+   on the left edge sets or clears a breakpoint. */
 class Outline {
   constructor(view) {
     this.view = view;
@@ -775,18 +813,16 @@ class Outline {
     this.open = null;              // keys of the expanded entries (kept when the tree comes again)
     this.shown = new Map();        // key -> how many of its children are drawn
     this.scopes = new Map();       // a call's path (JSON) -> its node
+    this.keys = new Map();         // an entry's key -> its node
     this.cursor = null;            // the node highlighted
     this.breakpoints = "";
     this.list.addEventListener("click", (event) => this.click(event));
   }
 
-  get readOnly() {
-    return !!(this.view.frame && this.view.frame.offline);
-  }
-
   show(tree) {
     this.tree = tree;
     this.scopes = new Map();
+    this.keys = new Map();
     this.cursor = null;
     this.breakpoints = "";
     if (!tree || !tree.children) {
@@ -799,6 +835,7 @@ class Outline {
     const index = (entry, parent, depth) => {
       const node = { entry, parent, depth, key: `${entry.kind}:${JSON.stringify(entry.path)}`, el: null };
       if (entry.kind === "scope") this.scopes.set(JSON.stringify(entry.path), node);
+      this.keys.set(node.key, node);
       node.children = entry.children.map((child) => index(child, node, depth + 1));
       return node;
     };
@@ -807,11 +844,9 @@ class Outline {
     const forward = this.view.frame && this.view.frame.mode === "forward";
     const calls = this.scopes.size - 1;
     const status = tree.status ? ` \u00b7 checks: ${tree.status}` : "";
-    const hint = !calls ? "the program calls none of its own functions" : this.readOnly ? "read only on a static page"
-      : "click one to go there";
-    this.head.title = this.readOnly ? "going to a call and breakpoints need a running kernel"
-      : "click a call to run to it, the left edge of its row to set or clear a breakpoint there, " +
-        "\u25b8 to show its calls";
+    const hint = !calls ? "the program calls none of its own functions" : "click one to go there";
+    this.head.title = "click a call to run to it, the left edge of its row to set or clear a breakpoint there, " +
+      "\u25b8 to show its calls";
     this.head.replaceChildren(
       el("b", { text: "outline" }),
       el("span", { class: "tv-caption", text: ` ${calls || "no"} call${calls === 1 ? "" : "s"}${status} \u00b7 ${hint}` }),
@@ -821,7 +856,6 @@ class Outline {
           : { text: "bwd", title: "backward equations (its pullback blocks and fan-in sums)" }),
         el("span", { text: "kept", title: forward ? "bytes of forward values the tangent pass reads"
           : "bytes of residuals: forward values the backward pass reads" })));
-    this.list.classList.toggle("tv-ol-readonly", this.readOnly);
     this.render();
   }
 
@@ -884,7 +918,7 @@ class Outline {
       el("span", { class: "tv-ol-name", text: name }));
     call.style.paddingLeft = `${node.depth * 12}px`;
     const bp = el("span", { class: "tv-ol-bp" });
-    if (!group && node.depth > 0 && !this.readOnly) bp.title = "click to set or clear a breakpoint where this call starts (forward) and where its pullback starts";
+    if (!group && node.depth > 0) bp.title = "click to set or clear a breakpoint where this call starts (forward) and where its pullback starts";
     const row = el("div", { class: `tv-ol-row${group ? " tv-ol-group" : ""}`, role: "treeitem",
       "data-kind": entry.kind, "data-path": entry.path.join("/"), "data-status": entry.status || "none" },
     bp, call, el("span", { class: "tv-ol-n", text: String(entry.forward) }),
@@ -893,7 +927,7 @@ class Outline {
     const what = group ? `${entry.calls} calls of ${entry.name}` : node.depth === 0 ? "the whole program" : entry.name;
     row.title = `${what}: ${entry.forward} forward and ${second} ${forward ? "tangent" : "backward"} equations, ` +
       `keeps ${entry.residual_bytes.toLocaleString("en")} bytes` + (entry.status ? `; checks: ${entry.status}` : "") +
-      (group ? "; click to show the calls" : this.readOnly ? "" : "; click to go there");
+      (group ? "; click to show the calls" : "; click to go there");
     row.classList.toggle("tv-ol-open", open);
     if (node.children.length) row.setAttribute("aria-expanded", String(open));
     row.tvNode = node;
@@ -914,24 +948,52 @@ class Outline {
     if (!node) return;
     const { entry } = node;
     if (event.target.closest(".tv-ol-bp")) {
-      if (this.readOnly || entry.kind !== "scope" || node.depth === 0) return;
+      if (entry.kind !== "scope" || node.depth === 0) return;
       this.view.send({ action: "breakpoint", target: entry.path, on: !row.classList.contains("tv-ol-has-bp") });
     } else if (entry.kind === "group" || (event.target.closest(".tv-ol-twisty") && node.children.length)) {
       this.toggle(node);
-    } else if (!this.readOnly) {
+    } else {
       this.view.send({ action: "run_to", target: entry.path });
     }
   }
 
+  /* Expand or collapse an entry; a call or a group opens or closes in the graph's calls view too
+     (the kernel keeps one open set for both panes). */
   toggle(node) {
-    if (this.open.has(node.key)) this.open.delete(node.key);
-    else this.open.add(node.key);
+    const open = !this.open.has(node.key);
+    if (open) this.open.add(node.key);
+    else this.open.delete(node.key);
     this.render();
+    if (node.depth > 0) this.view.send({ action: open ? "open_call" : "close_call", path: node.entry.path });
   }
 
-  /* The cursor's entry and the breakpoints, for a frame. */
+  /* The calls opened and closed in the graph (the frame's pane.opened and pane.closed, [kind,
+     path] pairs): expanded and collapsed here as they change, the last one opened scrolled to. */
+  sync(pane) {
+    const shown = JSON.stringify([pane.opened || [], pane.closed || []]);
+    if (shown === this.synced) return;
+    const key = ([kind, path]) => `${kind}:${JSON.stringify(path)}`;
+    const opened = new Set((pane.opened || []).map(key)), closed = new Set((pane.closed || []).map(key));
+    const before = this.syncedSets || { opened: new Set(), closed: new Set() };
+    let reveal = null, changed = false;
+    for (const k of opened) {
+      if (before.opened.has(k) || !this.keys.has(k)) continue;
+      reveal = this.keys.get(k);
+      if (!this.open.has(k)) { this.open.add(k); changed = true; }
+    }
+    for (const k of closed) {
+      if (!before.closed.has(k) && this.open.has(k)) { this.open.delete(k); changed = true; }
+    }
+    this.synced = shown;
+    this.syncedSets = { opened, closed };
+    if (changed) this.render();
+    if (reveal) this.reveal(reveal.el);
+  }
+
+  /* The cursor's entry, the calls opened in the graph and the breakpoints, for a frame. */
   paint(frame) {
     if (!this.root) return;
+    if (frame.pane) this.sync(frame.pane);
     const scope = (frame.step && frame.step.scope) || frame.scope || [];
     let node = null;
     for (let d = scope.length; d >= 0 && !node; d--) node = this.scopes.get(JSON.stringify(scope.slice(0, d)));
@@ -981,15 +1043,96 @@ class Outline {
   }
 }
 
+/* The diff pane (tapeviz/debugger/diff_pane.py): the session's tape (a) diffed with another (b;
+   by default ad.optimize of it), opened by the "diff" toggle: Python's escaped HTML (the summary,
+   the entries coloured as the diff's graph colours them, a change's reasons and values) and the
+   union graph's DOT, laid out by the graph pane's Graphviz. A click on an entry or a node that is
+   an equation of the session's tape moves the debugger there; the entries of the current step
+   are marked. A static page shows the diff it embeds, or disables the toggle, saying why. */
+class DiffPane {
+  constructor(view) {
+    this.view = view;
+    this.ui = view.ui;
+    this.part = {};
+    this.html = null;              // the markup in the pane
+    this.laid = null;              // the DOT drawn or being laid out
+    this.marked = null;            // the step whose entries are marked
+    this.ui.diffToggle.addEventListener("click", () => {
+      if (!this.part.offline) this.view.send({ action: "diff", on: !this.part.shown });
+    });
+    this.ui.diff.addEventListener("click", (event) => this.click(event));
+  }
+
+  show(part) {
+    this.part = part || {};
+    const { shown, offline, about } = this.part;
+    const { diffToggle: toggle, diff: pane } = this.ui;
+    toggle.disabled = !!offline;
+    toggle.title = offline || (shown ? `hide the diff of this tape (a) and ${about} (b)`
+      : `diff this tape (a) with ${about} (b): what was removed, added and changed (tapeviz.diff)`);
+    toggle.setAttribute("aria-pressed", String(!!shown));
+    pane.hidden = !shown;
+    if (!shown || this.part.html === this.html) return;
+    this.html = this.part.html;
+    pane.innerHTML = this.html;                          // Python escaped it
+    this.marked = null;
+    this.draw(this.part.dot);
+  }
+
+  async draw(dot) {
+    this.laid = dot;
+    const box = this.ui.diff.querySelector(".tv-diff-graph");
+    const drawing = await this.view.graph.layout(dot);
+    if (this.laid !== dot || !box.isConnected) return;
+    if (drawing.error) {
+      box.replaceChildren(el("pre", { class: "tv-message", text: drawing.error }));
+      box.dataset.state = "error";
+    } else {
+      box.innerHTML = drawing.svg;                        // Graphviz escapes the labels
+      box.dataset.state = "drawn";
+      box.dataset.renderer = drawing.renderer;
+    }
+  }
+
+  /* The entries of the current step's equations. */
+  mark(frame) {
+    if (!this.part.shown || !frame || !frame.step) return;
+    const at = `${frame.step.start} ${frame.step.stop}`;
+    if (at === this.marked) return;
+    this.marked = at;
+    for (const entry of this.ui.diff.querySelectorAll("[data-diff-eqn]")) {
+      const i = Number(entry.dataset.diffEqn);
+      entry.classList.toggle("tv-diff-here", frame.step.start <= i && i < frame.step.stop);
+    }
+  }
+
+  click(event) {
+    const zoom = event.target.closest(".tv-diff-zoom");
+    if (zoom) {                  // the graph fits the pane's width, or is drawn at the readable scale
+      const actual = this.ui.diff.querySelector(".tv-diff-graph").classList.toggle("tv-diff-actual");
+      zoom.textContent = actual ? "fit" : "1:1";
+      return;
+    }
+    const entry = event.target.closest("[data-diff-eqn]");
+    const node = event.target.closest("g.node");
+    const name = node ? node.querySelector("title")?.textContent : undefined;
+    const nodes = this.part.nodes || {};
+    const eqn = entry ? Number(entry.dataset.diffEqn) : Object.hasOwn(nodes, name ?? "") ? nodes[name] : undefined;
+    if (eqn !== undefined) this.view.send({ action: "diff_goto", eqn });
+  }
+}
+
 class View {
   constructor(model, root) {
     this.model = model;
     this.root = root;
     root.classList.add("tv-root");
+    root.tabIndex = 0;             // focusable: its keys (KEYS) work while it has focus
     this.ui = skeleton(root);
     this.graph = new GraphPane(this);
     this.listing = new Listing(this);
     this.outline = new Outline(this);
+    this.diffPane = new DiffPane(this);
     this.reversed = false;         // the "backwards" toggle of the stepping-by-call buttons
     this.playing = null;
     this.listen();
@@ -1004,7 +1147,6 @@ class View {
     this.skipped = false;          // frames older than the last action were not painted
     this.ahead = new Map();        // `${context}#${index}` -> a step sent ahead
     this.asked = new Set();
-    this.listings = new Map();     // String(window) -> the listing's markup
     this.applied = {};             // trait -> the markup in the DOM
     this.residualRows = new Map(); // markup -> row
     this.residualsAsked = false;   // the residuals' frame is asked for
@@ -1076,6 +1218,12 @@ class View {
       this.outline.show(outline);
       changed = true;
     }
+    const diff = this.model.get("_diff");
+    if (dirty.has("_diff") && this.applied._diff !== diff) {
+      this.applied._diff = diff;
+      this.diffPane.show(diff);
+    }
+    this.diffPane.mark(this.frame);
     const legend = this.model.get("_legend") || "";
     if (dirty.has("_legend") && this.applied._legend !== legend) {
       this.applied._legend = legend;
@@ -1125,52 +1273,86 @@ class View {
     const target = action === "step" ? index : action === "last" ? frame.step.n - 1
       : STEPPING[action](frame.step.index);
     this.send(action === "step" ? { action, index } : { action });
-    this.guess(frame, target);
+    if (this.guess(frame, target)) this.prefetch("step_into");
   }
 
-  /* Paint step target at once when it was sent ahead (the kernel's answer confirms it). */
+  /* Paint step target at once when it was sent ahead (the kernel's answer confirms it; a move
+     that lands on a step says nothing, so the message goes); false when it was not. */
   guess(frame, target) {
     const hit = this.ahead.get(`${frame.context}#${Math.min(Math.max(target, 0), frame.step.n - 1)}`);
-    const listing = hit && (hit.listing ?? this.listings.get(String(hit.window)));
-    if (!frame.context || listing === undefined) return;
-    this.guessed = { _frame: { ...frame, step: hit.step, window: hit.window, seq: this.seq },
-      _dot: hit.dot, _inspector: hit.inspector, _residuals: hit.residuals, _listing: listing };
+    if (!frame.context || !hit) return false;
+    this.guessed = { _frame: { ...frame, step: hit.step, window: hit.window, seq: this.seq, message: "" },
+      _dot: hit.dot, _inspector: hit.inspector, _residuals: hit.residuals, _listing: hit.listing };
     this.fresh = true;
     for (const trait of TRAITS) this.dirty.add(trait);
     this.schedule();
+    return true;
   }
 
-  /* Ask for the steps around the kernel's cursor that the view does not have. */
-  prefetch() {
-    const frame = this.model.get("_frame");
+  /* A move by call (step into, over, out; cont and failure too, never guessed), asked of the
+     kernel and painted at once when the step shown was sent ahead with where the move goes from
+     it (moves_part) and that step was sent ahead too. */
+  move(action, reverse) {
+    const frame = this.frame;
+    const to = this.movesOf(frame)?.[action]?.[reverse ? 1 : 0];
+    this.send({ action, reverse });
+    if (to !== undefined && to !== null && this.guess(frame, to)) this.prefetch(action);
+  }
+
+  movesOf(frame) {
+    return frame && frame.context ? this.ahead.get(`${frame.context}#${frame.step.index}`)?.moves : undefined;
+  }
+
+  /* Ask for the steps a click may show next that the view does not have: the step shown (a
+     guess, or the kernel's) and, once its part says where its moves go, those steps: step into
+     both ways (so prev and next too), step over and out the way the buttons go (the "backwards"
+     toggle); for the last kind of click (chased: "step_into" for prev and next), where it goes
+     from there too, so clicks one after the other stay a step ahead of the kernel. A few steps
+     each time (most were sent before): the kernel answers them before the click that follows. */
+  prefetch(chased = this.chased) {
+    const frame = this.frame;
     if (!frame || !frame.context) return;
-    this.listings.delete(String(frame.window));
-    this.listings.set(String(frame.window), this.model.get("_listing"));
-    if (this.listings.size > LISTINGS) this.listings.delete(this.listings.keys().next().value);
-    const { index, n } = frame.step;
+    this.chased = chased;
     const wanted = [];
-    for (let j = Math.max(0, index - AHEAD); j <= Math.min(n - 1, index + AHEAD); j++) {
-      const key = `${frame.context}#${j}`;
-      if (!this.ahead.has(key) && !this.asked.has(key)) {
-        wanted.push(j);
-        this.asked.add(key);
+    this.want(frame, frame.step.index, wanted);
+    const moves = this.movesOf(frame), way = this.reversed ? 1 : 0;
+    for (const action of moves ? MOVES : []) {
+      for (const d of action === "step_into" ? [0, 1] : [way]) {
+        const j = moves[action][d];
+        if (j === null) continue;
+        this.want(frame, j, wanted);
+        const then = action === chased && this.ahead.get(`${frame.context}#${j}`)?.moves?.[action][d];
+        if (typeof then === "number") this.want(frame, then, wanted);
       }
     }
     if (wanted.length) this.send({ action: "ahead", indices: wanted });
   }
 
+  /* Step j of frame's context into wanted, unless the view has it or asked for it. */
+  want(frame, j, wanted) {
+    const key = `${frame.context}#${j}`;
+    if (this.ahead.has(key) || this.asked.has(key) || wanted.includes(j)) return;
+    wanted.push(j);
+    this.asked.add(key);
+  }
+
+  /* The steps sent ahead, kept; a step without rows of its own is in the window the kernel had
+     when it answered, whose rows are the model's now (its traits come before its answers). */
   keep(msg) {
     const text = (k) => (k === undefined ? undefined : msg.texts[k]);
+    const rows = this.model.get("_listing");
     for (const part of msg.steps) {
       const key = `${msg.context}#${part.index}`;
       this.asked.delete(key);
       this.ahead.delete(key);
       this.ahead.set(key, { step: part.step, window: part.window, dot: text(part.dot),
-        inspector: text(part.inspector), residuals: text(part.residuals), listing: text(part.listing) });
+        inspector: text(part.inspector), residuals: text(part.residuals), listing: text(part.listing) ?? rows,
+        moves: part.moves });
       if (this.ahead.size > AHEAD_CACHE) this.ahead.delete(this.ahead.keys().next().value);
       this.graph.prefetch(text(part.dot));
     }
     if (this.asked.size > 4 * AHEAD_CACHE) this.asked.clear();
+    this.prefetch();                       // the step shown, or where its moves go, may have come
   }
 
   get frame() {
@@ -1180,21 +1362,28 @@ class View {
   listen() {
     const { ui } = this;
     const on = (node, action) => node.addEventListener("click", () => this.send({ action }));
-    for (const action of ["first", "prev", "next", "last"]) {
-      ui[action].addEventListener("click", () => this.stepTo(action));
-    }
-    on(ui.goto, "goto"); on(ui.check, "checks");
     // stepping by call: Shift, or the "backwards" toggle, goes towards the start of the tape
     const back = (event) => this.reversed !== event.shiftKey;
-    ui.stepInto.addEventListener("click", (event) => {       // the next (previous) step: painted at once
-      const reverse = back(event), frame = this.frame;
-      this.send({ action: "step_into", reverse });
-      this.guess(frame, frame.step.index + (reverse ? -1 : 1));
-    });
-    for (const [node, action] of [[ui.stepOver, "step_over"], [ui.stepOut, "step_out"], [ui.cont, "cont"],
-      [ui.failure, "failure"]]) {
-      node.addEventListener("click", (event) => this.send({ action, reverse: back(event) }));
+    // what a button (or its key, KEYS) does, given the click or the key's event
+    this.presses = {
+      stepInto: (event) => this.move("step_into", back(event)),   // the next (previous) step: painted at once
+      breakpoint: () => {                                     // at the cursor: its step's first equation
+        const { step, breakpoints } = this.frame;
+        this.send({ action: "breakpoint", target: step.current, on: !(breakpoints || []).includes(step.current) });
+      },
+      keys: () => { ui.keys.open = !ui.keys.open; },
+    };
+    for (const action of ["first", "prev", "next", "last"]) this.presses[action] = () => this.stepTo(action);
+    for (const [name, action] of [["stepOver", "step_over"], ["stepOut", "step_out"], ["cont", "cont"],
+      ["failure", "failure"]]) {
+      this.presses[name] = (event) => this.move(action, back(event));
     }
+    for (const name of ["first", "prev", "next", "last", "stepInto", "stepOver", "stepOut", "cont", "failure"]) {
+      ui[name].addEventListener("click", this.presses[name]);
+    }
+    this.onKey = (event) => this.key(event);
+    window.addEventListener("keydown", this.onKey, true);
+    on(ui.goto, "goto"); on(ui.check, "checks");
     ui.nonfinite.addEventListener("click", (event) => this.send({ action: "nonfinite", from_cursor: !back(event) }));
     ui.reverse.addEventListener("click", () => {
       this.reversed = !this.reversed;
@@ -1203,11 +1392,11 @@ class View {
     });
     ui.breakpoints.addEventListener("click", (event) => {
       const chip = event.target.closest("[data-target]");
-      if (chip && !this.frame.offline) this.send({ action: "breakpoint", target: JSON.parse(chip.dataset.target), on: false });
+      if (chip) this.send({ action: "breakpoint", target: JSON.parse(chip.dataset.target), on: false });
     });
     ui.listing.addEventListener("mouseover", (event) => {
       const gutter = event.target.closest(".tv-gutter");
-      if (gutter && !gutter.title && !this.frame.offline) gutter.title = GUTTER_TITLE;
+      if (gutter && !gutter.title) gutter.title = GUTTER_TITLE;
     });
     ui.play.addEventListener("click", () => this.togglePlay());
     ui.slider.addEventListener("input", () => { ui.counter.textContent = `${ui.slider.value} / ${ui.slider.max}`; });
@@ -1216,6 +1405,8 @@ class View {
     ui.primitive.addEventListener("click", () => this.send({ action: "granularity", value: "primitive" }));
     ui.pick.addEventListener("change", () => this.send({ action: "select", name: ui.pick.value }));
     ui.closureToggle.addEventListener("click", () => this.send({ action: "closure", on: !this.frame.closure }));
+    ui.viewAround.addEventListener("click", () => this.send({ action: "graph_view", value: "around" }));
+    ui.viewCalls.addEventListener("click", () => this.send({ action: "graph_view", value: "calls" }));
     ui.svg.addEventListener("click", () => this.send({ action: "export", format: "svg" }));
     ui.dotButton.addEventListener("click", () => this.send({ action: "export", format: "dot" }));
     ui.alerts.addEventListener("click", (event) => {
@@ -1227,7 +1418,7 @@ class View {
       const gutter = event.target.closest(".tv-listing .tv-gutter");
       if (gutter) {                // the left edge of an equation's line: its breakpoint
         const line = gutter.closest(".tv-eq[data-var]");
-        if (line && !this.frame.offline) {
+        if (line) {
           this.send({ action: "breakpoint", target: line.dataset.var, on: !line.classList.contains("tv-bp") });
         }
         return;
@@ -1235,10 +1426,25 @@ class View {
       const node = event.target.closest("g.node");
       if (this.graph.dragged) {
         this.graph.dragged = false;
-        if (node) return;
+        if (node || event.target.closest(".tv-graph-view g.cluster")) return;   // a pan ended there
       }
       if (node && node.id.startsWith("tvn_")) {
         this.send({ action: "select", name: node.id.slice(4).replace(/^eq\//, "") });
+        return;
+      }
+      const stub = node && /^tvu_\d+_(.+)$/.exec(node.id);       // the calls view's stub of a value
+      if (stub) {
+        this.send({ action: "select", name: stub[1] });
+        return;
+      }
+      // the calls view: a call's (or a folded group's) node opens it, an opened one's title closes it
+      const call = node && /^tv([cg])_[fbt](\d+)$/.exec(node.id);
+      const title = !node && event.target.closest(".tv-graph g.cluster text") && event.target.closest("g.cluster");
+      const opened = title && /^tvo_([cg])[fbt](\d+)$/.exec(title.id);
+      if (call || opened) {
+        const [, kind, k] = call || opened;
+        if (call) this.graph.opened = `g.cluster[id="tvo_${kind}f${k}"]`;
+        this.send({ action: call ? "open_call" : "close_call", [kind === "c" ? "call" : "group"]: Number(k) });
         return;
       }
       const target = event.target.closest("[data-var]");
@@ -1246,6 +1452,21 @@ class View {
         this.send({ action: "select", name: target.dataset.var });
       }
     });
+  }
+
+  /* A key of KEYS while the debugger has focus: listened for on the window before anything else
+     sees it (capture), so that a key the debugger takes reaches no notebook command (JupyterLab
+     and Notebook 7 listen on the document), and every other key passes untouched. */
+  key(event) {
+    const path = event.composedPath();
+    const target = path[0];
+    if (event.ctrlKey || event.altKey || event.metaKey || !path.includes(this.root)) return;
+    if (["INPUT", "TEXTAREA", "SELECT"].includes(target.tagName) || target.isContentEditable) return;
+    const [name] = KEYS[event.key.length === 1 ? event.key.toLowerCase() : event.key] || [];
+    if (!name) return;
+    event.preventDefault();
+    event.stopPropagation();
+    this.presses[name](event);
   }
 
   togglePlay() {
@@ -1304,7 +1525,7 @@ class View {
     const scope = step.scope || frame.scope || [];
     ui.phase.dataset.scope = scope.join("/");
     setText(ui.phaseScope, scope.length ? `in ${scope.join(" \u203a ")}` : "");
-    this.paintNavigation(frame);
+    this.paintBreakpoints(frame);
     setProperty(ui.slider, "max", String(step.n));
     setProperty(ui.slider, "value", String(step.index + 1));
     setText(ui.counter, `${step.index + 1} / ${step.n}`);
@@ -1319,8 +1540,16 @@ class View {
     setProperty(ui.closureToggle, "ariaPressed", String(frame.closure));
     if (document.activeElement !== ui.pick) ui.pick.value = frame.selected || "";
     setText(ui.message, frame.message || "");
-    setText(ui.caption, `equations within ${frame.pane.k} steps of #${step.start}; click a node to ` +
-      "inspect it, drag to pan");
+    const calls = frame.pane.view === "calls";
+    setText(ui.caption, calls ? "the program's calls, the cursor's opened; click a call to open it, an opened " +
+      "one's title to close it, drag to pan" : `equations within ${frame.pane.k} steps of #${step.start}; click ` +
+      "a node to inspect it, drag to pan");
+    setProperty(ui.viewAround, "ariaPressed", String(!calls));
+    setProperty(ui.viewCalls, "ariaPressed", String(calls));
+    const offline = frame.pane.view === undefined;        // a page that does not draw the calls view
+    setProperty(ui.viewCalls, "disabled", offline);
+    if (offline) setProperty(ui.viewCalls, "title", "the calls view needs a running kernel: this page draws the " +
+      "cursor's neighbourhood only");
     const checks = JSON.stringify(frame.checks);       // most steps change no check: no relayout
     if (checks !== this.checksShown) this.paintChecks(frame.checks);
     this.checksShown = checks;
@@ -1331,19 +1560,9 @@ class View {
     this.revealed = at;
   }
 
-  /* The stepping-by-call buttons (disabled on a static page, saying why) and the breakpoints. */
-  paintNavigation(frame) {
+  /* The breakpoints' chips. */
+  paintBreakpoints(frame) {
     const { ui } = this;
-    const offline = frame.offline || "";
-    if (offline !== this.offlineShown) {
-      this.offlineShown = offline;
-      for (const node of [ui.stepInto, ui.stepOver, ui.stepOut, ui.reverse, ui.cont, ui.nonfinite, ui.failure]) {
-        node.dataset.title ??= node.title;
-        node.disabled = !!offline;
-        node.title = offline || node.dataset.title;
-      }
-      this.root.classList.toggle("tv-offline", !!offline);
-    }
     const targets = frame.breakpoints || [];
     const shown = JSON.stringify(targets);
     if (shown === this.breakpointsShown) return;
@@ -1351,9 +1570,8 @@ class View {
     ui.breakpoints.dataset.count = String(targets.length);
     ui.breakpoints.replaceChildren(
       el("span", targets.length ? { class: "tv-caption", text: "breakpoints:" }
-        : offline ? { class: "tv-caption", text: "needs a running kernel" }
-          : { class: "tv-caption", text: "no breakpoints", title: "click the left edge of a line in the listing, " +
-            "or of a call in the outline, to set one" }),
+        : { class: "tv-caption", text: "no breakpoints", title: "click the left edge of a line in the listing, " +
+          "or of a call in the outline, to set one (b: at the cursor)" }),
       ...targets.map((t) => el("button", { class: "tv-bp-chip", type: "button", "data-target": JSON.stringify(t),
         title: `clear the breakpoint at ${describeTarget(t)}`, text: `\u25cf ${describeTarget(t)} \u00d7` })));
   }
@@ -1439,6 +1657,7 @@ class View {
     this.listing.dispose();
     for (const [trait, handler] of Object.entries(this.onChange)) this.model.off(`change:${trait}`, handler);
     this.model.off("msg:custom", this.onMessage);
+    window.removeEventListener("keydown", this.onKey, true);
     if (this.download) URL.revokeObjectURL(this.download);
   }
 }
@@ -1644,6 +1863,698 @@ class PaneSource {
   }
 }
 
+/* Where the moves by call go on a page with no kernel: tapeviz/debugger/navigation.py's
+   Navigation, ported (its module docstring defines a step's scope, a call's span, a step's frame
+   and each move; a test compares the two at every step of the RNN). It reads the step table
+   (steps_part: each step's phase and scope), the tape (tape_part: each equation's phase and
+   scope) and navigation_part (the equations with a NaN or an Inf, those a failing check marks).
+   Every move takes the cursor (granularity, step index) and returns a step index, or null where
+   Python returns None. Targets are in normal form: "%12" for an equation, a list for a scope. */
+const NUMBERED = /^(.*)#(\d+)$/;
+const NO_BREAKPOINTS = "no breakpoints: click the left edge of a line, or of a call in the outline, to set one";
+const NO_CHECKS_RAN = "no checks had run when this page was written";
+const spanKey = (phase, path) => JSON.stringify([phase, ...path]);
+const isPrefix = (call, path) => call.length <= path.length && call.every((name, d) => path[d] === name);
+
+/* A target the tape does not have; its message is the kernel's KeyError or TypeError. */
+class TargetError extends Error {}
+
+/* A target in normal form, unchecked (navigation.py's parse_target). */
+function parseTarget(target) {
+  if (typeof target === "string") {
+    const text = target.trim().replace(/^eq\//, "");
+    return text.startsWith("%") ? text : text.split("/").filter(Boolean);
+  }
+  if (Array.isArray(target) && target.every((p) => typeof p === "string")) return target;
+  throw new TargetError(`a target is an equation ('%12') or a scope path (('cell#17',) or 'cell#17/sig'), ` +
+    `not ${JSON.stringify(target)}`);
+}
+
+class Navigation {
+  constructor(steps, tape, found) {
+    this.steps = steps;
+    this.tape = tape;
+    this.found = found;
+    this.vars = new Map(tape.vars.map((name, v) => [name, v]));
+    this.scopeIndex = new Map([["[]", 0]]);        // a scope's path (JSON) -> its index in tape.scopes
+    this.paths = [[]];
+    this.children = tape.scopes.map(() => []);     // in call order
+    tape.scopes.forEach(([parent, name], k) => {
+      if (k === 0) return;
+      const path = [...this.paths[parent], name];
+      this.paths.push(path);
+      this.scopeIndex.set(JSON.stringify(path), k);
+      this.children[parent].push(k);
+    });
+    this.layouts = {};
+    this.firsts = null;
+  }
+
+  stepOf(eqn, granularity) {
+    const steps = this.steps[granularity];
+    let lo = 0, hi = steps.length - 1;
+    while (lo < hi) {                     // the last step starting at or before eqn
+      const mid = (lo + hi + 1) >> 1;
+      if (steps[mid].start <= eqn) lo = mid; else hi = mid - 1;
+    }
+    return lo;
+  }
+
+  /* The spans of the calls (phase and path -> { phase, path, first, last }) and each step's frame
+     (its span), as Navigation._layout. */
+  layout(g) {
+    if (this.layouts[g]) return this.layouts[g];
+    const steps = this.steps[g], spans = new Map();
+    steps.forEach((s, k) => {
+      for (let d = 0; d <= s.scope.length; d++) {
+        const path = s.scope.slice(0, d), key = spanKey(s.phase, path), span = spans.get(key);
+        if (span) span.last = k;
+        else spans.set(key, { phase: s.phase, path, first: k, last: k });
+      }
+    });
+    // the frame of each step: the span opened last among those still open (spans nest: outer
+    // ones first when two open at one step)
+    const order = [...spans.values()]
+      .sort((a, b) => a.first - b.first || b.last - a.last || a.path.length - b.path.length);
+    const frames = [], stack = [];
+    for (let k = 0, p = 0; k < steps.length; k++) {
+      while (p < order.length && order[p].first === k) stack.push(order[p++]);
+      while (stack[stack.length - 1].last < k) stack.pop();
+      frames.push(stack[stack.length - 1]);
+    }
+    return (this.layouts[g] = { spans, frames });
+  }
+
+  inRange(g, j) {
+    return j >= 0 && j < this.steps[g].length ? j : null;
+  }
+
+  stepInto(g, k, reverse) {
+    return this.inRange(g, k + (reverse ? -1 : 1));
+  }
+
+  stepOver(g, k, reverse) {
+    const { spans, frames } = this.layout(g), n = frames.length;
+    const frame = frames[k].path, depth = frame.length;
+    let j = k + (reverse ? -1 : 1);
+    while (j >= 0 && j < n) {
+      const { phase, path } = frames[j];
+      if (path.length <= depth || !isPrefix(frame, path)) return j;
+      const call = spans.get(spanKey(phase, path.slice(0, depth + 1)));      // the call made from the frame
+      j = reverse ? call.first - 1 : call.last + 1;
+    }
+    return null;
+  }
+
+  stepOut(g, k, reverse) {
+    const { first, last } = this.layout(g).frames[k];
+    return this.inRange(g, reverse ? first - 1 : last + 1);
+  }
+
+  /* A target in normal form (parseTarget), checked against the tape (Navigation.target);
+     TargetError with the kernel's message for an unknown one. */
+  target(target) {
+    const t = parseTarget(target);
+    if (Array.isArray(t)) return this.scope(t);
+    const v = this.vars.get(t);
+    if (v === undefined) {
+      throw new TargetError(`'${t}' is not a variable of this tape; equations are named by their first ` +
+        `output, '%0' to '%${this.vars.size - 1}' as in the listing`);
+    }
+    if (this.tape.producer[v] < 0) throw new TargetError(`'${t}' is an input of the tape: no equation computes it`);
+    return t;
+  }
+
+  /* A scope path checked as ad.scopes.Scope.find checks it, with Navigation._group_hint. */
+  scope(path) {
+    let k = 0;
+    for (let d = 0; d < path.length; d++) {
+      const next = this.scopeIndex.get(JSON.stringify(path.slice(0, d + 1)));
+      if (next === undefined) {
+        const name = path.slice(0, d).join("/") || "the traced function";
+        throw new TargetError(`no scope '${path.join("/")}': '${path.slice(0, d + 1).join("/")}' is not a call ` +
+          `made in '${name}'` + (d === path.length - 1 ? this.groupHint(k, path[d]) : ""));
+      }
+      k = next;
+    }
+    return path;
+  }
+
+  groupHint(parent, base) {
+    const calls = this.children[parent].map((c) => this.tape.scopes[c][1])
+      .filter((name) => name !== base && NUMBERED.exec(name)?.[1] === base);
+    return calls.length ? ` ('${base}' was called ${calls.length} times: name one call, '${calls[0]}' to ` +
+      `'${calls[calls.length - 1]}')` : "";
+  }
+
+  /* A scope's first equation in each phase (codes of PHASES), its callees' included. */
+  firstEquations() {
+    if (this.firsts) return this.firsts;
+    const { tape } = this, firsts = PHASES.map(() => new Array(tape.scopes.length).fill(-1));
+    tape.scope.forEach((s, i) => {
+      const first = firsts[tape.phase[i]];
+      for (let k = s; k >= 0 && first[k] < 0; k = tape.scopes[k][0]) first[k] = i;
+    });
+    return (this.firsts = firsts);
+  }
+
+  /* The steps where a target (normal form) is hit, in order: an equation's step; a scope's
+     first step in each phase. */
+  hits(target, g) {
+    if (typeof target === "string") return [this.stepOf(this.tape.producer[this.vars.get(target)], g)];
+    const k = this.scopeIndex.get(JSON.stringify(target));
+    const steps = this.firstEquations().filter((first) => first[k] >= 0).map((first) => this.stepOf(first[k], g));
+    return [...new Set(steps)].sort((a, b) => a - b);
+  }
+
+  runTo(g, k, target) {
+    const hits = this.hits(target, g), phase = this.steps[g][k].phase;
+    return hits.find((j) => this.steps[g][j].phase === phase) ?? hits[0];
+  }
+
+  /* The first step after k (before it, with reverse) where one of targets is hit, with the
+     targets hit there: { index, targets }; null when none is. */
+  nextHit(targets, g, k, reverse) {
+    const at = new Map();
+    for (const t of targets) {
+      for (const j of this.hits(t, g)) {
+        if (reverse ? j < k : j > k) at.set(j, [...(at.get(j) || []), t]);
+      }
+    }
+    if (!at.size) return null;
+    const index = reverse ? Math.max(...at.keys()) : Math.min(...at.keys());
+    return { index, targets: at.get(index) };
+  }
+
+  nonfinite(g, k, fromCursor) {
+    const eqns = this.found.nonfinite, p = firstAtLeast(eqns, fromCursor ? this.steps[g][k].stop : 0);
+    return p < eqns.length ? this.stepOf(eqns[p], g) : null;
+  }
+
+  failure(g, k, reverse) {
+    const failing = this.found.failing, s = this.steps[g][k];
+    if (reverse) {
+      const p = firstAtLeast(failing, s.start);
+      return p ? this.stepOf(failing[p - 1], g) : null;
+    }
+    const p = firstAtLeast(failing, s.stop);
+    return p < failing.length ? this.stepOf(failing[p], g) : null;
+  }
+}
+
+/* The position of the first item of a sorted list that is at least x (Python's bisect_left). */
+function firstAtLeast(list, x) {
+  let lo = 0, hi = list.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (list[mid] < x) lo = mid + 1; else hi = mid;
+  }
+  return lo;
+}
+
+/* The graph pane's calls view on a static page: tapeviz/debugger/calls_drawing.py ported, its
+   calls_dot (the text the kernel's CallsPane.dot writes, byte for byte: a test compares them),
+   and calls_pane.py's CallsPane's open set (the cursor's chain of calls opened, the user's opens and closes on
+   top, each opened group's window placed around its anchor). It reads calls_data, which
+   the page embeds once (its equations' scopes and phases are the tape's), and the equations'
+   nodes from the neighbourhood's pane data. A call is ["call", k] or ["group", g]. */
+const LETTERS = "fbt";
+const CALL_EDGE_KINDS = ["data", "residual", "accumulate"];
+
+/* The tables' edges, which a page leaves out (calls_tables.py: the pass's edges, and
+   _edges_within_groups), made from the tape's operands: per scope the operands whose producer and
+   reader meet at its level ([tail, head, kind] flattened, an input -1 - j); those between two calls
+   of one group moved to the group's table by slot. */
+function callEdges(data, tape) {
+  const sc = data.scopes, gr = data.groups, { parent, depth } = sc;
+  const meet = (a, b) => {
+    while (depth[a] > depth[b]) a = parent[a];
+    while (depth[b] > depth[a]) b = parent[b];
+    while (a !== b) [a, b] = [parent[a], parent[b]];
+    return a;
+  };
+  const edges = parent.map(() => []);
+  tape.inputs.forEach((operands, i) => {
+    const k = tape.scope[i];
+    for (let j = 0; j < operands.length; j += 2) {
+      const v = operands[j], p = tape.producer[v];
+      const tail = p >= 0 ? p : -1 - v;               // the tape's inputs are its first variables
+      const pk = p >= 0 ? tape.scope[p] : 0;
+      edges[pk === k ? k : meet(pk, k)].push(tail, i, operands[j + 1]);
+    }
+  });
+  const loose = new Map();
+  gr.loose.forEach((xs, g) => xs.forEach((x, n) => loose.set(x, [g, gr.looseSlot[g][n]])));
+  gr.edges = gr.calls.map((calls) => calls.map(() => []));
+  for (const level of [...new Set(gr.parent)].sort((a, b) => a - b)) {
+    const at = (x) => {
+      if (x < 0) return null;
+      let c = tape.scope[x];
+      if (c === level) return loose.get(x) ?? null;
+      while (depth[c] > depth[level] + 1) c = parent[c];
+      return sc.group[c] >= 0 ? [sc.group[c], sc.slot[c]] : null;
+    };
+    const kept = [], flat = edges[level];
+    for (let n = 0; n < flat.length; n += 3) {
+      const tail = at(flat[n]), head = at(flat[n + 1]), edge = flat.slice(n, n + 3);
+      if (tail !== null && head !== null && tail[0] === head[0]) {
+        const table = gr.edges[tail[0]];
+        table[tail[1]].push(...edge);
+        if (head[1] !== tail[1]) table[head[1]].push(...edge);
+      } else {
+        kept.push(...edge);
+      }
+    }
+    edges[level] = kept;
+  }
+  sc.edges = edges;
+}
+
+class CallsSource {
+  constructor(data, tape, graph, dots) {
+    if (!data.scopes.edges) callEdges(data, tape);
+    this.d = data;
+    this.sc = data.scopes;
+    this.gr = data.groups;
+    this.tape = tape;
+    this.g = graph;
+    this.dots = dots;
+    this.eqScope = data.eqScope ?? tape.scope;
+    this.eqPhase = data.eqPhase ?? tape.phase;
+    this.loose = new Map();
+    this.gr.loose.forEach((xs, g) => xs.forEach((x, n) => this.loose.set(x, [g, this.gr.looseSlot[g][n]])));
+    this.paths = [[]];
+    for (let k = 1; k < this.sc.parent.length; k++) this.paths.push([...this.paths[this.sc.parent[k]], this.sc.call[k]]);
+    this.keys = new Map();                    // a path (JSON) -> its call, a call before a group
+    this.paths.forEach((path, k) => this.keys.set(JSON.stringify(path), ["call", k]));
+    this.gr.key.forEach((path, g) => { if (!this.keys.has(JSON.stringify(path))) this.keys.set(JSON.stringify(path), ["group", g]); });
+    this.opened = new Set();                  // "call k" or "group g", as the user opened and closed them
+    this.closed = new Set();
+    this.version = 0;
+  }
+
+  path([kind, k]) {
+    return kind === "call" ? this.paths[k] : this.gr.key[k];
+  }
+
+  /* The call a view's message names (a node's number, or an outline entry's path); null: none. */
+  named(msg) {
+    if (msg.call !== undefined) return ["call", Number(msg.call)];
+    if (msg.group !== undefined) return ["group", Number(msg.group)];
+    return this.keys.get(JSON.stringify(msg.path || [])) ?? null;
+  }
+
+  open(key) {
+    const keys = [key];
+    let c = key[0] === "call" ? key[1] : this.gr.parent[key[1]];
+    if (key[0] === "group") keys.push(["call", c]);
+    while (c) {
+      if (this.sc.group[c] >= 0) keys.push(["group", this.sc.group[c]]);
+      c = this.sc.parent[c];
+      keys.push(["call", c]);
+    }
+    for (const [kind, k] of keys) {
+      if (kind === "call" && k === 0) continue;
+      this.opened.add(`${kind} ${k}`);
+      this.closed.delete(`${kind} ${k}`);
+    }
+    this.version += 1;
+  }
+
+  close([kind, k]) {
+    this.opened.delete(`${kind} ${k}`);
+    this.closed.add(`${kind} ${k}`);
+    this.version += 1;
+  }
+
+  /* The calls and groups holding equation cursor, innermost first. */
+  chain(cursor) {
+    const out = [];
+    for (let c = this.eqScope[cursor]; c; c = this.sc.parent[c]) {
+      out.push(`call ${c}`);
+      if (this.sc.group[c] >= 0) out.push(`group ${this.sc.group[c]}`);
+    }
+    return out;
+  }
+
+  shown(cursor) {
+    const chain = this.chain(cursor);
+    const keys = new Set([...chain, ...this.opened].filter((key) => !this.closed.has(key)));
+    const numbers = (kind) => [...keys].filter((key) => key.startsWith(`${kind} `)).map((key) => Number(key.slice(kind.length + 1)))
+      .sort((a, b) => a - b);
+    const calls = numbers("call"), groups = numbers("group");
+    const width = this.d.window, slots = this.sc.slot;
+    const windows = {};
+    for (const g of groups) {
+      const inGroup = (keys) => keys.filter((key) => key.startsWith("call ")).map((key) => Number(key.slice(5)))
+        .filter((c) => this.sc.group[c] === g).map((c) => slots[c]);
+      let anchor = inGroup(chain)[0];
+      if (anchor === undefined) anchor = Math.min(...inGroup([...this.opened]), Infinity);
+      if (anchor === Infinity) anchor = 0;
+      const third = Math.floor(width / 3);
+      const a = Math.max(Math.floor((anchor - third) / third) * third, 0);
+      windows[String(g)] = Math.min(a, Math.max(this.gr.calls[g].length - width, 0));
+    }
+    return { calls, groups, windows, cursor };
+  }
+
+  /* The user's opens and closes as the outline reads them (the frame's pane.opened, .closed). */
+  part() {
+    const pairs = (keys) => [...keys].map((key) => {
+      const [kind, k] = key.split(" ");
+      return [kind === "call" ? "scope" : "group", this.path([kind, Number(k)])];
+    });
+    return { opened: pairs(this.opened), closed: pairs(this.closed) };
+  }
+
+  source(cursor) {
+    return new CallsDrawing(this, this.shown(cursor)).source();
+  }
+
+  /* Equation i's node, as the neighbourhood draws it (pane data), and its name. */
+  equationName(i) {
+    const { tape } = this;
+    const name = tape.vars[tape.outputs[i][0]];
+    return tape.outputs[i].length === 1 ? name : `eq/${name}`;
+  }
+
+  equationStatement(i, current) {
+    const { g, dots } = this;
+    const name = this.equationName(i);
+    return callNode(name, callLabel(g, g.eq.cells[i].map((c) => dots[c]).join(""), g.eq.style[i], g.eq.failed[i], current),
+      this.equationTip(i), `tvn_${name}`, current);
+  }
+
+  equationTip(i) {
+    return this.g.eq.tip[i].map((f) => this.dots[f]).join("\n");
+  }
+}
+
+function callLabel(data, cells, style, failed, current) {
+  let [frame, background, width] = failed ? data.failedLook : data.looks[style];
+  if (current) [frame, , width] = data.currentLook;
+  const rounded = ["input", "parameter"].includes(data.styles[style]) ? ' STYLE="rounded"' : "";
+  return `<<TABLE BORDER="${width}" CELLBORDER="0" CELLSPACING="0" CELLPADDING="2" COLOR="${frame}" ` +
+    `BGCOLOR="${background}"${rounded}>${cells}</TABLE>>`;
+}
+
+function callNode(name, label, tip, id, current) {
+  return `\t"${name}" [label=${label} tooltip="${tip}" id="${id}"${current ? ' class="tv-current"' : ""}]\n`;
+}
+
+/* One drawing (calls_drawing.py's Drawing). */
+const CLOSED = ["call", "group", "more"];
+class CallsDrawing {
+  constructor(source, shown) {
+    this.s = source;
+    this.d = source.d;
+    this.sc = source.sc;
+    this.gr = source.gr;
+    this.calls = new Set([0, ...shown.calls]);
+    this.groups = new Set(shown.groups);
+    this.windows = new Map(Object.entries(shown.windows).map(([g, a]) => [Number(g), a]));
+    this.cursor = shown.cursor;
+    this.clusters = new Map();               // name -> [parent, attributes, statements]
+    this.nodes = new Map();                  // name -> [cluster, position, what]
+    this.ranks = [];
+    this.heads = new Map();
+    this.levels = [];
+    this.inputs = new Set();
+    this.visit(0);
+    this.edges = this.allEdges();
+    for (const j of [...this.inputs].sort((a, b) => a - b)) {
+      const input = this.d.inputs[j];
+      this.node(this.cluster(0, input[5]), input[0], ["input", j], true);
+    }
+  }
+
+  cluster(k, phase, group = false) {
+    const letter = LETTERS[phase], { sc, gr } = this;
+    let name, attrs, outer;
+    if (group) {
+      name = `cluster_group_${letter}${k}`;
+      outer = this.cluster(gr.parent[k], phase);
+      attrs = this.attrs(gr.cluster[k][phase], phase, sc.depth[gr.parent[k]] + 1, `g${letter}${k}`);
+    } else if (k === 0) {
+      name = `cluster_${PHASES[phase]}`;
+      attrs = this.d.tops[PHASES[phase]];
+      outer = null;
+    } else {
+      const g = sc.group[k];
+      name = `cluster_call_${letter}${k}`;
+      outer = g >= 0 ? this.cluster(g, phase, true) : this.cluster(sc.parent[k], phase);
+      attrs = this.attrs(sc.cluster[k][phase], phase, sc.depth[k], `c${letter}${k}`);
+    }
+    if (!this.clusters.has(name)) this.clusters.set(name, [outer, attrs, []]);
+    return name;
+  }
+
+  attrs(label, phase, depth, element) {
+    return `[label=${label} ${this.d.clusterLooks[phase][depth % 2]} tooltip="${this.d.closeTip}" id="tvo_${element}"]`;
+  }
+
+  node(cluster, name, what, first = false) {
+    const statements = this.clusters.get(cluster)[2];
+    if (first) {
+      if (!this.heads.has(cluster)) this.heads.set(cluster, []);
+      this.heads.get(cluster).push(name);
+    }
+    this.nodes.set(name, [cluster, statements.length, what]);
+    statements.push(null);
+  }
+
+  visit(k) {
+    this.levels.push(["level", k]);
+    const { sc, gr } = this;
+    const own = sc.own[k], items = sc.items[k];
+    let i = 0, j = 0;
+    while (i < own.length || j < items.length) {
+      const item = j < items.length ? items[j] : null;
+      const at = item === null ? null : item >= 0 ? sc.first[item] : gr.first[-1 - item];
+      if (item === null || (i < own.length && own[i] < at)) {
+        const e = own[i];
+        this.node(this.cluster(k, this.s.eqPhase[e]), this.s.equationName(e), ["eq", e]);
+        i += 1;
+        continue;
+      }
+      j += 1;
+      if (item >= 0) this.call(item);
+      else if (this.groups.has(-1 - item)) this.group(-1 - item);
+      else {
+        const g = -1 - item;
+        this.closedNodes("group", g, gr.count[g], (p) => this.cluster(gr.parent[g], p));
+      }
+    }
+  }
+
+  call(c) {
+    if (this.calls.has(c)) {
+      this.visit(c);
+      return;
+    }
+    const g = this.sc.group[c];
+    this.closedNodes("call", c, this.sc.count[c],
+      g >= 0 ? (p) => this.cluster(g, p, true) : (p) => this.cluster(this.sc.parent[c], p));
+  }
+
+  closedNodes(kind, k, counts, cluster) {
+    const names = [];
+    counts.forEach((n, p) => {
+      if (!n) return;
+      const name = `${kind}/${LETTERS[p]}/${k}`;
+      this.node(cluster(p), name, [kind, k, p]);
+      names.push(name);
+    });
+    if (names.length > 1) this.ranks.push(names);
+  }
+
+  group(g) {
+    this.levels.push(["window", g]);
+    const calls = this.gr.calls[g], counts = this.gr.count[g];
+    const [a, b] = this.window(g);
+    const between = new Map();
+    this.gr.loose[g].forEach((x, n) => {
+      const slot = this.gr.looseSlot[g][n];
+      if (a <= slot && slot < b) {
+        if (!between.has(slot)) between.set(slot, []);
+        between.get(slot).push(x);
+      }
+    });
+    [[0, a], [b, calls.length]].forEach(([lo, hi], side) => {
+      if (side === 1) {
+        for (let slot = a; slot < b; slot++) {
+          for (const x of between.get(slot) || []) {
+            this.node(this.cluster(g, this.s.eqPhase[x], true), this.s.equationName(x), ["eq", x]);
+          }
+          this.call(calls[slot]);
+        }
+      }
+      if (lo < hi) this.closedNodes("more", `${g}/${side}`, counts, (p) => this.cluster(g, p, true));
+    });
+  }
+
+  window(g) {
+    const n = this.gr.calls[g].length, width = this.d.window;
+    const a = Math.min(Math.max(this.windows.get(g) ?? 0, 0), Math.max(n - width, 0));
+    return [a, Math.min(a + width, n)];
+  }
+
+  holder(x) {
+    if (x < 0) return this.d.inputs[-1 - x][0];
+    const { sc } = this;
+    const phase = this.s.eqPhase[x], letter = LETTERS[phase];
+    const chain = [this.s.eqScope[x]];
+    while (chain[chain.length - 1]) chain.push(sc.parent[chain[chain.length - 1]]);
+    for (let n = chain.length - 2; n >= 0; n--) {
+      const c = chain[n], g = sc.group[c];
+      if (g >= 0) {
+        if (!this.groups.has(g)) return `group/${letter}/${g}`;
+        const [a, b] = this.window(g);
+        if (!(a <= sc.slot[c] && sc.slot[c] < b)) return `more/${letter}/${g}/${Number(sc.slot[c] >= b)}`;
+      }
+      if (!this.calls.has(c)) return `call/${letter}/${c}`;
+    }
+    const taken = this.s.loose.get(x);
+    if (taken !== undefined) {
+      const [g, slot] = taken;
+      if (!this.groups.has(g)) return `group/${letter}/${g}`;
+      const [a, b] = this.window(g);
+      if (!(a <= slot && slot < b)) return `more/${letter}/${g}/${Number(slot >= b)}`;
+    }
+    return this.s.equationName(x);
+  }
+
+  allEdges() {
+    const flows = new Map();                 // tail, head, kind, backward (joined) -> [them, the tail's equation or input]
+    for (const [kind, k] of this.levels) {
+      let tables;
+      if (kind === "level") tables = [this.sc.edges[k]];
+      else {
+        const [a, b] = this.window(k);
+        tables = this.gr.edges[k].slice(a, b);
+      }
+      for (const flat of tables) this.flowsOf(flat, flows);
+    }
+    const readers = new Map();
+    for (const [[tail, head]] of flows.values()) {
+      if (!readers.has(tail)) readers.set(tail, new Set());
+      readers.get(tail).add(head);
+    }
+    const out = [], stubs = new Map();
+    for (const [[tail0, head0, kind, backward], x] of flows.values()) {
+      let tail = tail0, head = head0;
+      if (kind === "residual" || (readers.get(tail).size > this.d.stubReaders && this.apart(tail, x, head))) {
+        const key = `${tail}\n${head}`;
+        if (!stubs.has(key)) stubs.set(key, this.stub(x, head, stubs.size));
+        tail = stubs.get(key);
+      } else if (x < 0) this.inputs.add(-1 - x);
+      if (backward && this.d.upward) [tail, head] = [head, tail];
+      out.push(`\t"${tail}" -> "${head}"${this.d.edges[kind][Number(backward)]}\n`);
+    }
+    return out;
+  }
+
+  flowsOf(flat, flows) {
+    for (let n = 0; n < flat.length; n += 3) {
+      const tail = this.holder(flat[n]), head = this.holder(flat[n + 1]);
+      if (tail === head) continue;
+      const phase = PHASES[this.s.eqPhase[flat[n + 1]]];
+      let kind = CALL_EDGE_KINDS[flat[n + 2]];
+      if (kind === "residual" && this.closedNode(tail) && this.closedNode(head)) continue;
+      const backward = phase === "backward" && kind !== "residual";
+      if (kind === "data" && phase !== "forward") kind = phase;
+      const key = `${tail}\n${head}\n${kind}\n${backward}`;
+      if (!flows.has(key)) flows.set(key, [[tail, head, kind, backward], flat[n]]);
+    }
+  }
+
+  closedNode(name) {
+    const node = this.nodes.get(name);
+    return node !== undefined && CLOSED.includes(node[2][0]);
+  }
+
+  apart(tail, x, head) {
+    let cluster;
+    if (x < 0) cluster = `cluster_${PHASES[this.d.inputs[-1 - x][5]]}`;
+    else if (this.nodes.get(tail)[2][0] === "eq") cluster = this.nodes.get(tail)[0];
+    else return false;
+    return cluster !== this.nodes.get(head)[0];
+  }
+
+  stub(x, head, n) {
+    const name = `stub/${this.value(x)}/${head}`;
+    this.node(this.nodes.get(head)[0], name, ["stub", x, n]);
+    this.ranks.push([name, head]);
+    return name;
+  }
+
+  value(x) {
+    return x < 0 ? this.d.inputs[-1 - x][0] : this.s.equationName(x).replace(/^eq\//, "");
+  }
+
+  source() {
+    const current = this.holder(this.cursor);
+    for (const [name, [cluster, at, what]] of this.nodes) {
+      this.clusters.get(cluster)[2][at] = this.statement(name, what, name === current);
+    }
+    const children = new Map();
+    for (const [name, [parent]] of this.clusters) {
+      if (!children.has(parent)) children.set(parent, []);
+      children.get(parent).push(name);
+    }
+    const body = [this.d.head];
+    const emit = (name, indent) => {
+      const [, attrs, all] = this.clusters.get(name);
+      const n = (this.heads.get(name) || []).length;
+      const statements = n ? [...all.slice(-n), ...all.slice(0, -n)] : all;
+      body.push(`${indent}subgraph "${name}" {\n${indent}\tgraph ${attrs}\n`);
+      for (const statement of statements) body.push(indent + statement);
+      for (const child of children.get(name) || []) emit(child, `${indent}\t`);
+      body.push(`${indent}}\n`);
+    };
+    for (const name of TOPS) if (this.clusters.has(name)) emit(name, "\t");
+    body.push(...this.edges);
+    for (const names of this.ranks) body.push(`\t{rank=same; ${names.map((n) => `"${n}";`).join(" ")}}\n`);
+    return body.join("") + "}\n";
+  }
+
+  statement(name, what, current) {
+    const [kind] = what;
+    if (kind === "eq") return this.s.equationStatement(what[1], current);
+    const { d } = this;
+    if (kind === "input") {
+      const [, cells, style, failed, tip] = d.inputs[what[1]];
+      return callNode(name, callLabel(d, cells, style, failed, current), tip, `tvn_${name}`, current);
+    }
+    if (kind === "stub") {
+      const [, x, n] = what;
+      let style, failed, tip, cells;
+      if (x < 0) [, , style, failed, tip, , cells] = d.inputs[-1 - x];
+      else {
+        [style, failed, tip] = [this.s.g.eq.style[x], this.s.g.eq.failed[x], this.s.equationTip(x)];
+        cells = d.stubRow.join(this.value(x));
+      }
+      return callNode(name, callLabel(d, cells, style, failed, current), tip, `tvu_${n}_${this.value(x)}`, current);
+    }
+    const [, k, phase] = what;
+    const style = d.styles.indexOf(["intermediate", "cotangent", "tangent"][phase]);
+    if (kind === "more") {
+      const [g, side] = k.split("/").map(Number);
+      const calls = this.gr.calls[g];
+      const [a, b] = this.window(g);
+      const [lo, hi] = side === 0 ? [0, a] : [b, calls.length];
+      const parts = d.summary[phase], names = this.sc.name;
+      const cells = `${parts[0]}${hi - lo}${parts[1]}${names[calls[lo]]}${parts[2]}${names[calls[hi - 1]]}${parts[3]}`;
+      return callNode(name, callLabel(d, cells, style, 0, current), d.summaryTip, `tvs_${LETTERS[phase]}${g}_${side}`, current);
+    }
+    const table = kind === "call" ? this.sc : this.gr;
+    const [head, note, status] = table.node[k][phase], rows = d.nodeRows;
+    const cells = `${rows[0]}${table.colour[k]}${rows[1]}${head}${rows[2]}${note}${rows[3]}${status ? d.statusRows[status] : ""}`;
+    return callNode(name, callLabel(d, cells, style, status === "fail", current), d.openTip,
+      `tv${kind[0]}_${LETTERS[phase]}${k}`, current);
+  }
+}
+
 /* A variable's own value card (role "value") as its partner's inspector shows it (page.py's
    role_card). */
 const CARD = '<div class="tv-card"';
@@ -1660,7 +2571,9 @@ function escapeHtml(text) {
 /* A model for a page with no kernel: the session Python embedded (see tapeviz/debugger/page.py)
    answers the view's messages as the kernel would, deriving what the kernel sends for a step
    (the step's part, the pane's source) and a selection (its partners, the inspector's cards,
-   the closure panel) from the tape, each thing embedded once. */
+   the closure panel) from the tape, each thing embedded once; the moves by call, to a target,
+   to a breakpoint, a NaN or a failing check go where Navigation says and say what the widget
+   says (widget.py's _go and moves). */
 class Session {
   constructor(data, graphviz) {
     this.data = data;
@@ -1669,10 +2582,14 @@ class Session {
     this.state = { ...data.start };
     this.message = "";
     this.alert = data.checks.current;
+    this.breakpoints = data.frame.breakpoints;
     this.values = {};
     const tape = this.tape = data.tape;
     this.pane = new PaneSource(tape, data.graph, data.dots);
-    this.index = new Map(tape.vars.map((name, v) => [name, v]));
+    this.calls = data.calls ? new CallsSource(data.calls, tape, data.graph, data.dots) : null;   // the calls view
+    this.state.view ??= "around";
+    this.nav = new Navigation(data.steps, tape, data.navigation);
+    this.index = this.nav.vars;
     this.residual = new Set(tape.residual);
     this.rows = new Map();                     // row -> { forward, backward } equations
     tape.row.forEach((r, i) => {
@@ -1680,6 +2597,9 @@ class Session {
       this.rows.get(r)[tape.phase[i] === 0 ? "forward" : "backward"].push(i);
     });
     this.sources = new Map();                  // `${start} ${stop}` -> the pane's source, a few kept
+    const diff = data.diff || { offline: "this page was written before the debugger had a diff mode" };
+    this.diffs = diff.offline ? [diff, diff] : [{ shown: false, about: diff.about }, diff];    // hidden, shown
+    this.diffOn = !diff.offline;
     this.update();
   }
 
@@ -1705,20 +2625,20 @@ class Session {
   }
 
   stepOf(eqn, granularity = this.state.granularity) {
-    const steps = this.data.steps[granularity];
-    let lo = 0, hi = steps.length - 1;
-    while (lo < hi) {                     // the last step starting at or before eqn
-      const mid = (lo + hi + 1) >> 1;
-      if (steps[mid].start <= eqn) lo = mid; else hi = mid - 1;
-    }
-    return lo;
+    return this.nav.stepOf(eqn, granularity);
+  }
+
+  /* The variables a step writes (DebugModel.written). */
+  written(s) {
+    const { tape } = this, written = [];
+    for (let i = s.start; i < s.stop; i++) for (const v of tape.outputs[i]) written.push(tape.vars[v]);
+    return written;
   }
 
   /* A step's part, as tapeviz/debugger/frames.py's step_part gives it. */
   stepPart(index) {
     const steps = this.steps(), s = steps[index], { tape } = this;
-    const written = [];
-    for (let i = s.start; i < s.stop; i++) for (const v of tape.outputs[i]) written.push(tape.vars[v]);
+    const written = this.written(s);
     return { index, n: steps.length, phase: s.phase, text: s.text,
       writes: written.slice(0, 6).join(" ") + (written.length > 6 ? " \u2026" : ""), written,
       current: tape.vars[tape.outputs[s.start][0]], start: s.start, stop: s.stop, row: tape.row[s.start],
@@ -1793,10 +2713,13 @@ class Session {
     const checks = { ...data.checks, current: this.alert };
     const values = {
       _frame: { ...data.frame, granularity: state.granularity, step, selected: state.selected,
-        sel: this.selPart(state.selected), closure: state.closure, message: this.message, checks },
+        sel: this.selPart(state.selected), closure: state.closure, message: this.message, checks,
+        pane: this.calls ? { ...data.frame.pane, view: state.view, ...this.calls.part() } : data.frame.pane,
+        breakpoints: this.breakpoints },
       _listing: data.listing, _residuals: data.residuals, _legend: data.legend,
       _inspector: this.inspector(focus), _closure: state.closure ? this.closurePanel(focus) : "",
-      _dot: this.source(step), _outline: data.outline,
+      _dot: state.view === "calls" ? this.calls.source(step.start) : this.source(step), _outline: data.outline,
+      _diff: this.diffs[Number(this.diffOn)],
     };
     const changed = Object.keys(values).filter((k) => values[k] !== this.values[k]);
     this.values = values;
@@ -1806,6 +2729,7 @@ class Session {
   send(msg) {
     const { state } = this;
     const last = this.steps().length - 1;
+    const said = this.message;
     this.message = "";
     switch (msg.action) {
       case "hello": return this.emit("msg:custom", { kind: "hello", static: this.data.note });
@@ -1818,7 +2742,8 @@ class Session {
       case "next": state.index = Math.min(state.index + 1, last); break;
       case "last": state.index = last; break;
       case "step": state.index = Math.min(Math.max(msg.index, 0), last); break;
-      case "granularity": {
+      case "granularity": {               // the kernel keeps what the last move said
+        this.message = said;
         const eqn = this.steps()[state.index].start;
         state.granularity = msg.value;
         state.index = this.stepOf(eqn);
@@ -1838,6 +2763,32 @@ class Session {
         break;
       }
       case "closure": state.closure = !!msg.on; break;
+      case "graph_view": if (this.calls && ["around", "calls"].includes(msg.value)) state.view = msg.value; break;
+      case "open_call": case "close_call": {
+        if (!this.calls) break;                  // a page written without the calls view
+        const key = this.calls.named(msg);
+        if (!key) this.message = `no call ${(msg.path || []).join("/")} in this tape`;
+        else if (msg.action === "open_call") this.calls.open(key);
+        else if (key[0] === "call" && key[1] === 0) this.message = "the top level is always drawn: close one of its calls";
+        else this.calls.close(key);
+        break;
+      }
+      case "diff": this.diffOn = !!msg.on && !this.diffs[1].offline; break;
+      case "diff_goto": {                 // an entry of the embedded diff: to its equation's step
+        const eqn = Number(msg.eqn), { tape } = this;
+        if (!(eqn >= 0 && eqn < tape.outputs.length)) break;
+        state.index = this.stepOf(eqn);
+        state.selected = tape.vars[tape.outputs[eqn][0]];
+        break;
+      }
+      case "step_into": case "step_over": case "step_out": case "run_to": case "cont": case "nonfinite":
+      case "failure":
+        this.move(msg);
+        break;
+      case "breakpoint":                  // the kernel keeps what the last move said
+        this.message = said;
+        this.toggle(msg.target, msg.on ?? true);
+        break;
       case "alert": {
         const alert = this.data.checks.alerts[msg.k];
         if (!alert) break;
@@ -1853,6 +2804,58 @@ class Session {
       default: return;
     }
     this.update();
+  }
+
+  /* Where a move goes and what it says, as the widget's moves do (widget.py: _go). */
+  move({ action, reverse = false, from_cursor: fromCursor = false, target }) {
+    const { nav, state } = this, g = state.granularity, k = state.index, n = this.steps().length;
+    const where = reverse ? "the start of the tape" : "the end of the tape";
+    const go = (index, failed, done = "", end = null) => {       // end: where a move that found nothing stops
+      this.message = index === null ? failed : done;
+      if ((index ?? end) !== null) state.index = index ?? end;
+    };
+    const end = reverse ? 0 : n - 1;
+    switch (action) {
+      case "step_into": return go(nav.stepInto(g, k, reverse), `at ${where}`);
+      case "step_over": return go(nav.stepOver(g, k, reverse), `ran to ${where}`, "", end);
+      case "step_out": return go(nav.stepOut(g, k, reverse), `ran to ${where}`, "", end);
+      case "run_to": return this.checked(() => go(nav.runTo(g, k, nav.target(target))));
+      case "cont": {
+        if (!this.breakpoints.length) return go(null, NO_BREAKPOINTS);
+        const hit = nav.nextHit(this.breakpoints, g, k, reverse);
+        if (hit === null) return go(null, `no breakpoint ${reverse ? "behind" : "ahead"}`);
+        return go(hit.index, "", `breakpoint ${hit.targets.map(describeTarget).join(", ")}`);
+      }
+      case "nonfinite": {
+        const j = nav.nonfinite(g, k, fromCursor);
+        return go(j, `no NaN or Inf ${fromCursor ? "after this step" : "in this tape"}`,
+          j === null ? "" : `NaN or Inf in ${this.written(this.steps()[j]).join(", ")}`);
+      }
+      default:
+        if (nav.found.failing === null) return go(null, NO_CHECKS_RAN);
+        return go(nav.failure(g, k, reverse), `no failing check ${reverse ? "behind" : "ahead"}`);
+    }
+  }
+
+  /* A breakpoint set (on) or cleared; an unknown target is said (Breakpoints.add checks it,
+     discard does not). */
+  toggle(target, on) {
+    this.checked(() => {
+      const t = on ? this.nav.target(target) : parseTarget(target);
+      const kept = this.breakpoints.filter((b) => targetKey(b) !== targetKey(t));
+      if (!on) this.breakpoints = kept;
+      else if (kept.length === this.breakpoints.length) this.breakpoints = [...this.breakpoints, t];
+    });
+  }
+
+  /* A target typed or clicked: a bad one is said, never thrown (widget.py's _from_view). */
+  checked(action) {
+    try {
+      action();
+    } catch (error) {
+      if (!(error instanceof TargetError)) throw error;
+      this.message = error.message;
+    }
   }
 
   async export(format) {
@@ -1896,4 +2899,4 @@ async function mount(page, graphviz) {
 }
 
 export default { render };
-export { mount, unpack, PaneSource, Session };
+export { mount, unpack, Navigation, PaneSource, CallsSource, Session };

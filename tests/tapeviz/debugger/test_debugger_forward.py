@@ -115,7 +115,7 @@ def test_the_static_session_holds_every_step_and_the_tangents(dbg):
     dbg.step_to(6)
     dbg.select("%3")
     data = page.session(dbg)
-    assert data["start"] == {"granularity": "pullback", "index": 6, "selected": "%3", "closure": False}
+    assert data["start"] == {"granularity": "pullback", "index": 6, "selected": "%3", "closure": False, "view": "around"}
     texts = [s["text"] for s in data["steps"]["pullback"]]
     assert texts[5:] == ["tangent, step 6 of 10: pushforward of %2 (sin) (2 equations)",
                          "tangent, step 7 of 10: pushforward of %3 (matmul) (3 equations)",
@@ -233,3 +233,18 @@ def test_the_legend_lists_the_kinds_of_value_of_its_mode(mlp_dbg):
     assert "tangent value (forward mode)" in forward._legend and "cotangent" not in forward._legend
     assert "tangent value" not in mlp_dbg._legend and "backward value (cotangent)" in mlp_dbg._legend
     assert page.session(forward)["legend"] == forward._legend
+
+
+def test_a_tangent_whose_primal_was_merged_away_shows_why():
+    """``sin(x*w)`` twice: the linearization keeps one ``sin`` (CSE), so the second one's
+    tangent points at a primal the tape no longer has; selecting it says so instead of failing."""
+    x, w = np.linspace(0.0, 1.0, 4), np.full(4, 0.5)
+    merged = tapeviz.debug_jvp(lambda x, w: np.sum(2 * np.sin(x * w) + np.sin(x * w)), (x, w),
+                               (np.ones(4), np.zeros(4)))
+    orphans = [n for n, d in merged.model.var_attrs.items()
+               if d.get("tangent_of") and d["tangent_of"] not in merged.model.var_attrs]
+    assert orphans, "the program no longer has a merged primal: pick another"
+    for name in orphans:
+        merged.select(name)
+        assert merged.selected == name
+        assert "merged it with an equal one" in merged._inspector

@@ -104,8 +104,11 @@ def test_a_static_page_embeds_the_outline_and_every_steps_scope():
     dbg = tapeviz.debug(rnn_loss, *rnn_example(steps=5))
     data = page.session(dbg)
     assert data["outline"] == dbg._outline
-    assert data["frame"]["offline"] == page.STEPPING_OFFLINE and "need a running kernel" in page.STEPPING_OFFLINE
-    assert data["frame"]["breakpoints"] == []
+    assert "offline" not in data["frame"] and data["frame"]["breakpoints"] == []     # the page steps by call
+    dbg.breakpoints.add("cell#2")
+    dbg.breakpoints.add(dbg.current)
+    assert page.session(dbg)["frame"]["breakpoints"] == [["cell#2"], dbg.current] == dbg._frame["breakpoints"]
+    dbg.breakpoints = set()
     m = dbg.model
     for g, steps in data["steps"].items():
         dbg.set_granularity(g)

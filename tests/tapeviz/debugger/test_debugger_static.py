@@ -56,7 +56,7 @@ def test_the_session_holds_the_step_table_and_the_tape_once(mlp_dbg):
     dbg.select("%9")
     data = page.session(dbg)
     m = dbg.model
-    assert data["start"] == {"granularity": "pullback", "index": 5, "selected": "%9", "closure": False}
+    assert data["start"] == {"granularity": "pullback", "index": 5, "selected": "%9", "closure": False, "view": "around"}
     assert dbg.step == 5 and dbg.selected == "%9"                      # the cursor is restored
     for g, steps in m.steps.items():
         assert [s["start"] for s in data["steps"][g]] == [s.start for s in steps]
