@@ -87,7 +87,9 @@ def _loop_rule(*args, primitive, params, dims, size):
         y, pullback = prim.rule(*xs, **kwargs)
         ys.append(tuple(y) if prim.multiple_results else (y,))
         pullbacks.append(pullback)
-    out = tuple(np.stack([y[k] for y in ys]) for k in range(len(ys[0])))
+    # the output is the loop's own equation, so a gradient tape keeps one fallback_loop equation
+    # where the program has one (the examples' forward values above feed only their pullbacks)
+    out = tuple(fallback_loop_p.bind(*args, primitive=primitive, params=params, dims=dims, size=size))
 
     def pullback(dys):
         per_example = []

@@ -90,7 +90,9 @@ class RuleCase:
     """One rule instance: the primitive, its rule and params, and the operands it is checked at.
 
     diff: which operands are differentiated (traced float values). seed_cts: output cotangents
-    recorded by a program (used instead of random ones where a check needs one cotangent)."""
+    recorded by a program (used instead of random ones where a check needs one cotangent).
+    traced: which operands are traced values (the ones a batch can batch; literals stay shared).
+    batch_rule: a candidate batching rule, checked instead of the registered one."""
     prim: Primitive
     rule: Callable
     params: dict
@@ -99,6 +101,8 @@ class RuleCase:
     equation: str
     domains: list
     seed_cts: list | None = None
+    traced: tuple = ()
+    batch_rule: Callable | None = None
     reference: list = field(init=False)
 
     def __post_init__(self):

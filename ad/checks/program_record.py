@@ -179,7 +179,8 @@ class ProgramRecord:
             needs = tuple(type(x) is Var and x.aval.is_float for x in e.inputs)
             cts = self.closure.cotangents.get(e)
             case = RuleCase(e.prim, e.prim.rule, dict(e.params), list(vals), needs, name,
-                            declared_domains(e.prim, len(e.inputs)), seed_cts=None if cts is None else list(cts))
+                            declared_domains(e.prim, len(e.inputs)), seed_cts=None if cts is None else list(cts),
+                            traced=tuple(type(x) is Var for x in e.inputs))
             prior = [CheckResult(n, "pass", "recorded in the program", {}, name, e.source)
                      for n in ("registration.call", "registration.rule", "registration.fires")]
             results = run_checks(case, self.opts, np.random.default_rng(seed), prior)

@@ -187,7 +187,7 @@ class RuleReport(Report):
     >>> report.primitive, report.ok, report["algebra.zero"].status
     ('tanh', True, 'pass')
     >>> report.summary()
-    '24 passed, 0 failed, 0 warnings, 9 skipped (seed 0)'
+    '25 passed, 0 failed, 0 warnings, 9 skipped (seed 0)'
     """
     primitive: str | None = None
 
@@ -202,7 +202,7 @@ class ProgramReport(Report):
     >>> report.ok, [r.primitive for r in report.equations], report.culprit
     (True, ['sin', 'power', 'sum'], None)
     >>> report.to_dict()["counts"]
-    {'pass': 13, 'fail': 0, 'warn': 0, 'skipped': 1}
+    {'pass': 13, 'fail': 0, 'warn': 0, 'skipped': 2}
     """
     equations: list[RuleReport] = field(default_factory=list)
     culprit: RuleReport | None = None

@@ -3,7 +3,7 @@
 
 The call ``f(*args)`` is traced once; the one equation it records names the primitive, its
 static params and its operands (the values the rule is called with). The checks themselves live
-in ``interface``, ``algebra``, ``closure``, ``forward``, ``derivatives`` and ``holomorphic``; each
+in ``interface``, ``algebra``, ``closure``, ``forward``, ``batching``, ``derivatives`` and ``holomorphic``; each
 registers with ``@computes`` and adds exactly one result to the report.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ from ..primitives import Primitive, lookup
 from ..rules import using_rule
 from ..samples import declared_domains
 from ..tape import Var, eval_tape, format_eqn
-from . import (algebra, closure, derivatives, forward, holomorphic, interface)  # noqa: F401  (they register the checks)
+from . import (algebra, batching, closure, derivatives, forward, holomorphic, interface)  # noqa: F401  (they register the checks)
 from .base import CHECKS, Context, RuleCase
 from .captures import describe, location, raised_at
 from .report import CheckResult, RuleReport
@@ -61,13 +61,15 @@ def _refused(ctx, name, exc):
 
 # -- check_rule: trace the call, find the rule ------------------------------------------------------
 
-def check_rule(f, *args, rule=None, kwargs=None, raise_on_failure: bool = False, **options) -> RuleReport:
+def check_rule(f, *args, rule=None, batch_rule=None, kwargs=None, raise_on_failure: bool = False,
+               **options) -> RuleReport:
     """Check one rule at the operands of the call ``f(*args, **kwargs)``.
 
     ``f`` is a primitive, a numpy function, an ``@ad.primitive`` function or any callable that
     records exactly one equation; ``rule`` defaults to the registered rule (passing one checks
-    it without registering it). Options: see ``ad.checks.settings.Options`` (seed, profile,
-    severity, directions, second_order, domains, strict_aliasing, holomorphic).
+    it without registering it); ``batch_rule`` likewise for the batching rule (``batching.loop``).
+    Options: see ``ad.checks.settings.Options`` (seed, profile, severity, directions,
+    second_order, domains, strict_aliasing, holomorphic).
 
     >>> ad.check_rule(np.sin, np.linspace(0, 1, 4)).ok
     True
@@ -76,7 +78,7 @@ def check_rule(f, *args, rule=None, kwargs=None, raise_on_failure: bool = False,
     rng = np.random.default_rng(opts.seed)
     kwargs = kwargs or {}
     results: list[CheckResult] = []
-    case, title = _setup(f, args, kwargs, rule, opts, results)
+    case, title = _setup(f, args, kwargs, rule, batch_rule, opts, results)
     if case is None:
         for name, _, _ in RULE_CHECKS:
             if not any(r.name == name for r in results):
@@ -97,7 +99,7 @@ def _target(f):
         return None
 
 
-def _setup(f, args, kwargs, rule, opts, results):
+def _setup(f, args, kwargs, rule, batch_rule, opts, results):
     name = getattr(f, "__name__", None) or getattr(f, "name", None) or repr(f)
     title = f"check_rule {name}"
 
@@ -150,7 +152,8 @@ def _setup(f, args, kwargs, rule, opts, results):
                 else x.value for x in eqn.inputs]
     diff = tuple(type(x) is Var and x.aval.is_float for x in eqn.inputs)
     domains = _domains(opts, tape, eqn, prim)
-    case = RuleCase(prim, chosen, dict(eqn.params), operands, diff, equation, domains)
+    case = RuleCase(prim, chosen, dict(eqn.params), operands, diff, equation, domains,
+                    traced=tuple(type(x) is Var for x in eqn.inputs), batch_rule=batch_rule)
     _fires(case, tape, env, rule, add)
     return case, title
 

@@ -43,6 +43,8 @@ RULE_CHECKS = (
     ("forward.transpose", "the transpose of the equation in its declared linear operands passes the dot-product "
      "test <v, f(u)> == <T v, u>", False),
     ("forward.frule", "a hand-written @ad.frule equals the pushforward derived from the rrule", False),
+    ("batching.loop", "the batching rule (or the fallback loop) on a batch of 3 equals the loop of the primitive "
+     "over the examples, at in_axes 0, at the last axis and with each operand alone batched", False),
     ("fd.dot_product", "<J u, v> == <u, J^T v> by converged finite differences; subgradient bracket at kinks", True),
     ("fd.jvp", "<J u, v> with J u from the pushforward forward mode uses (derived from the pullback, or the "
      "frule) equals <u, J^T v> from the pullback, and J u equals finite differences", True),
@@ -69,6 +71,9 @@ PROGRAM_CHECKS = (
     ("program.kinks", "equations evaluated at or near a kink (where the gradient is a subgradient choice)", False),
     ("program.residuals", "no array recorded as a residual was mutated between the forward and backward passes", False),
     ("program.fallbacks", "which equations used opaque fallbacks", False),
+    ("program.batched_grad", "batched=True: the backward batched over 3 cotangents equals the loop of the backward "
+     "over them, as gradcheck's check_batched_grad (culprit: the first backward equation whose batched form "
+     "differs)", False),
 )
 
 CHECK_NAMES = tuple(name for name, _, _ in RULE_CHECKS + PROGRAM_CHECKS)
@@ -111,7 +116,8 @@ class Options:
     ``strict_aliasing`` also fails cotangents that are views of the incoming cotangent or of
     each other (allowed by default: ad treats cotangents as immutable values); ``holomorphic=True``
     asserts the function is holomorphic in its complex operands (``complex.holomorphic`` and
-    ``program.holomorphic`` then fail if finite differences say otherwise)."""
+    ``program.holomorphic`` then fail if finite differences say otherwise); ``batched=True`` also
+    checks a program's batched gradient (``program.batched_grad``)."""
     seed: int = 0
     profile: str = "full"
     severity: dict = field(default_factory=dict)
@@ -120,6 +126,7 @@ class Options:
     domains: tuple | None = None
     strict_aliasing: bool = False
     holomorphic: bool = False
+    batched: bool = False
 
     def __post_init__(self):
         if self.profile not in PROFILES:
@@ -157,4 +164,5 @@ class Options:
         return {"seed": self.seed, "profile": self.profile, "severity": dict(self.severity),
                 "directions": self.directions, "second_order": self.second_order,
                 "domains": None if self.domains is None else [list(d) if d else None for d in self.domains],
-                "strict_aliasing": self.strict_aliasing, "holomorphic": self.holomorphic}
+                "strict_aliasing": self.strict_aliasing, "holomorphic": self.holomorphic,
+                "batched": self.batched}

@@ -5,6 +5,7 @@
     ad-check --gallery                         the wrong rules of ad.checktools.gallery, each caught
     ad-check --mutants --workers 2             mutation testing: mutants of every rule's template, the score
     ad-check --mutants --only sin matmul --record docs/checks.md
+    ad-check --mutants --batching              mutants of every batching rule, caught by batching.loop
     ad-check mypkg.model:loss --randn 3,4 4    a program at random standard-normal arguments
     ad-check path/to/file.py:f --example path/to/file.py:make_args --rule
     ad-check mypkg.model:f --randn 3 --complex --holomorphic    complex arguments, f asserted holomorphic
@@ -25,6 +26,7 @@ import numpy as np
 
 from .. import nn  # noqa: F401  (its primitives join the registry: --library checks them too)
 from . import mutants
+from .mutants import batching as batching_mutants
 from .gallery import GALLERY
 from ..checks.library import check_library
 from ..checks.program import check
@@ -87,6 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=1, help="with --mutants: processes to run them in")
     p.add_argument("--record", metavar="FILE", help="with --mutants: rewrite the generated section of FILE "
                    "(docs/checks.md) with the figures")
+    p.add_argument("--batching", action="store_true", help="with --mutants: mutate the batching rules instead "
+                   "(ad.checktools.mutants.batching)")
     given = p.add_mutually_exclusive_group()
     given.add_argument("--randn", nargs="+", metavar="SHAPE", help="one standard-normal argument per shape, e.g. 3,4")
     given.add_argument("--example", metavar="MODULE:FACTORY", help="a function returning the arguments tuple")
@@ -99,6 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "real and imaginary parts)")
     p.add_argument("--holomorphic", action="store_true", help="assert the function is holomorphic in its "
                    "complex arguments (complex.holomorphic, program.holomorphic)")
+    p.add_argument("--batched", action="store_true", help="also check the program's batched gradient "
+                   "(program.batched_grad, as gradcheck's check_batched_grad)")
     p.add_argument("--json", metavar="FILE", help="also write every report as JSON")
     p.add_argument("--verbose", action="store_true", help="print every report, not only the failing ones")
     return p
@@ -113,6 +119,8 @@ def main(argv=None) -> int:
         options["second_order"] = True
     if args.holomorphic:
         options["holomorphic"] = True
+    if args.batched:
+        options["batched"] = True
     start = time.perf_counter()
     try:
         reports, failed = _run(args, options)
@@ -150,7 +158,13 @@ def _mutants(args) -> int:
     if unknown:
         print(f"ad-check: error: no primitives {unknown}", file=sys.stderr)
         return 2
-    report = mutants.run(args.only, workers=args.workers, seed=args.seed, progress=Progress())
+    if args.batching and args.record:
+        print("ad-check: error: --record writes the pullback mutants' section; it takes no --batching", file=sys.stderr)
+        return 2
+    if args.batching:
+        report = batching_mutants.run(args.only, seed=args.seed, progress=Progress())
+    else:
+        report = mutants.run(args.only, workers=args.workers, seed=args.seed, progress=Progress())
     print(report.summary(every_primitive=args.verbose))
     if args.record:
         mutants.record(report, args.record, command="ad-check " + " ".join(sys.argv[1:]))

@@ -18,7 +18,7 @@ from typing import Callable
 import numpy as np
 
 from ..primitives import BY_FUNCTION, REGISTRY, lookup
-from ..rules import primitive, using_rule
+from ..rules import primitive, to_front, using_rule
 from ..tangents import NoTangent, ZeroTangent
 from ..checks.program import check
 from ..checks.rule import check_rule
@@ -29,8 +29,9 @@ class WrongRule:
     """``rule`` is registered on ``target`` (and each (primitive, rule) of ``also``) while
     ``check_rule(target, *args())`` runs, or ``check(program, *args())`` when a program is
     given. ``register=False`` passes the rule instead (it cannot be registered: that is the
-    bug). ``frule``: a pushforward registered on ``target`` too (``@ad.frule``). ``check`` is
-    the check designed to catch it; ``expect`` its status."""
+    bug). ``frule``: a pushforward registered on ``target`` too (``@ad.frule``); ``batch``: a
+    batching rule likewise (``@ad.batch_rule``). ``check`` is the check designed to catch it;
+    ``expect`` its status."""
     name: str
     bug: str
     check: str
@@ -43,6 +44,7 @@ class WrongRule:
     expect: str = "fail"
     options: tuple = ()
     frule: Callable | None = None
+    batch: Callable | None = None
 
     def run(self, **options):
         options = {**options, **dict(self.options)}     # what the entry needs to show its bug
@@ -52,6 +54,8 @@ class WrongRule:
                 stack.enter_context(using_rule(target, rule))
             if self.frule is not None:
                 stack.enter_context(_using_frule(self.target, self.frule))
+            if self.batch is not None:
+                stack.enter_context(_using_batch(self.target, self.batch))
             if self.program is not None:
                 return check(self.program, *self.args(), **options)
             if self.register:
@@ -67,6 +71,16 @@ def _using_frule(target, frule):
         yield
     finally:
         prim.frule = before
+
+
+@contextlib.contextmanager
+def _using_batch(target, batch):
+    prim = lookup(target)
+    before, prim.batch = prim.batch, batch
+    try:
+        yield
+    finally:
+        prim.batch = before
 
 
 def _x(shape=(4,), dtype=np.float64, seed=0):
@@ -200,6 +214,25 @@ def _mutates_cotangent(x):
         np.multiply(dy, np.cos(x), out=dy)
         return (dy,)
     return y, pullback
+
+
+def _cube_batched_first(args, dims):
+    """Says the output's batch axis is first, wherever the operand's was."""
+    return cube(args[0]), 0
+
+
+@_primitive("double")
+def double(x):
+    return 2.0 * x
+
+
+def _double_rule(x):
+    return double(x), lambda dy: (double(dy),)
+
+
+def _double_batched_reversed(args, dims):
+    """The examples come out in reverse order."""
+    return double(to_front(args[0], dims[0]))[::-1], 0
 
 
 @_primitive("square")
@@ -506,6 +539,13 @@ _ENTRIES = [
     WrongRule("complex-linear backward of a program that is not holomorphic", "conj's pullback written g, in "
               "conj(exp(z))", "program.holomorphic", conj, _conj_without_conj, _z(),
               program=lambda z: conj(cexp(z)), also=((cexp, _cexp_rule),)),
+    WrongRule("batch axis assumed first", "cube's batching rule says its output's batch axis is first, "
+              "wherever the operand's was (right at in_axes 0 only)", "batching.loop", cube, _cube_rule_right,
+              _x(), batch=_cube_batched_first),
+    WrongRule("examples reversed in a program's backward", "double's batching rule returns the examples in "
+              "reverse order; its pullback calls double, so a batched gradient goes wrong",
+              "program.batched_grad", double, _double_rule, _x(), program=lambda x: np.sum(double(x) * x),
+              batch=_double_batched_reversed, options=(("batched", True),)),
 ]
 
 GALLERY: dict[str, WrongRule] = {e.name: e for e in _ENTRIES}

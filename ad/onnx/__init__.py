@@ -18,6 +18,7 @@ from ..tape import Tape
 from .graph import OPSET, LoweringError, export
 from .lowering import LOWERINGS, NOT_LOWERED, lowers, not_lowered
 from . import lowering_nn  # noqa: F401,E402  (registers the ad.nn lowerings)
+from . import lowering_loop  # noqa: F401,E402  (registers the lowering of ad.vmap's fallback loop)
 from .complex_parts import COMPLEX_LOWERINGS
 from .importer import OnnxImportError, OnnxProgram, from_onnx, parameters
 

@@ -31,7 +31,6 @@ from ..lib.fft import fftn_p, irfftn_p, rfftn_p
 from ..lib.values import imag_p, real_p, round_p
 from ..reverse_mode.lift import opaque_pullback_p, opaque_rrule_p
 from ..nn.stochastic import dropout_mask_p
-from ..batching import fallback_loop_p
 from ..primitives import lookup
 from ..tape import Lit
 from .graph import common_dtype
@@ -57,8 +56,6 @@ NOT_LOWERED = {
     opaque_rrule_p: _CLOSURE,
     opaque_pullback_p: _CLOSURE,
     opaque_pushforward_p: _CLOSURE,
-    fallback_loop_p: "ad.vmap's loop over a batch of a primitive without a batching rule (an ONNX Loop "
-                     "would do; no lowering yet)",
 }
 _SCIPY = ("a scipy function (special functions, scipy.linalg, scipy.signal, scipy.integrate...): "
           "ONNX has no operator for it; no lowering yet")

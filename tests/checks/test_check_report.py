@@ -54,6 +54,7 @@ def test_clean_program_json_round_trip():
     data = json.loads(check(lambda x: np.sum(x * x), np.ones(3)).to_json())
     statuses = {c["name"]: c["status"] for c in data["checks"]}
     assert statuses.pop("program.holomorphic") == "skipped"       # no complex input
+    assert statuses.pop("program.batched_grad") == "skipped"      # not requested (batched=True)
     assert data["ok"] and set(statuses.values()) == {"pass"}
 
 

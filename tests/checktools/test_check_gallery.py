@@ -42,7 +42,7 @@ def test_rule_failures_name_the_rules_line(entry):
     path, line = _file_line(result.source)
     assert path == GALLERY_FILE
     spans = [_span(entry.rule), _span(entry.target) if inspect.isfunction(entry.target) else (0, -1),
-             _span(entry.frule) if entry.frule else (0, -1)]
+             _span(entry.frule) if entry.frule else (0, -1), _span(entry.batch) if entry.batch else (0, -1)]
     assert any(a <= line <= b for a, b in spans), (result.source, spans)
     called = ["exp", "log1p"] if entry.target is gallery.softplus else [lookup(entry.target).name]
     assert all(name in result.equation for name in called), result.equation

@@ -1,6 +1,6 @@
 """The differential fuzzer (``ad.checktools.fuzz``) in CI: 1,000 generated programs per run, every
 form of their gradients compared (closure, lifted, lifted+passes, compiled, finite differences,
-forward mode, grad of grad, HIPS autograd, JSON round trip, ONNX in onnxruntime; the fused
+forward mode, per-example gradients (vmap), grad of grad, HIPS autograd, JSON round trip, ONNX in onnxruntime; the fused
 backend on a quarter of them: each new kernel is a C compiler run).
 
 The seed is fixed so CI is reproducible; set ``AD_FUZZ_SEED`` to explore others (the seed is
@@ -27,7 +27,7 @@ def test_a_thousand_programs_agree_in_every_form():
     compared = fuzz.fuzz(PROGRAMS, SEED, tally=tally)
     print({form: n for form, n in sorted(tally.counts.items())}, dict(tally.skipped))
     assert compared >= PROGRAMS
-    for form in ("closure", "lifted", "lifted+passes", "compiled", "jvp", "json", "finite differences",
+    for form in ("closure", "lifted", "lifted+passes", "compiled", "vmap", "jvp", "json", "finite differences",
                  "grad of grad", "autograd", "onnx", "control", "fused"):
         assert tally.counts[form] >= PROGRAMS // 50, f"{form} compared too few programs: {tally.counts}"
 

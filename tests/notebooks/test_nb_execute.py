@@ -19,9 +19,9 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 
 
-def test_the_course_has_its_ten_notebooks():
+def test_the_course_has_its_eleven_notebooks():
     assert [p.name[:3] for p in NOTEBOOKS] == ["01_", "02_", "03_", "04_", "05_", "06_", "07_", "08_", "09_",
-                                               "10_"]
+                                               "10_", "11_"]
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
@@ -96,6 +96,10 @@ def test_each_debugger_embeds_its_session_and_its_page_the_scripts_once(site):
     assert at["text"].endswith("pullback of %107 (tanh) (3 equations)")
     group = real["outline"]["children"][0]
     assert group["kind"] == "group" and group["name"] == "cell" and group["calls"] == 40
+    batching = sessions.pop(next(n.stem for n in NOTEBOOKS if "batching" in n.stem))
+    at = batching["steps"]["pullback"][batching["start"]["index"]]       # the hidden layer, batched
+    assert at["text"].endswith("tanh → %10") and batching["start"]["selected"] == "%10"
+    assert "(5, 1, 8)" in batching["html"][batching["vars"]["%10"]["inspector"]]
     assert not sessions, f"unexpected debuggers in {sorted(sessions)}"
 
 
@@ -130,6 +134,23 @@ def test_real_programs_shows_what_its_prose_says(site):
     assert at["scope"] == ["padded_cell#5", "unit"] and nan["start"]["selected"] == "%51"
     shown = unpack(embedded[2]["packed"])["diff"]           # the MLP's debugger, its diff pane open
     assert shown["shown"] and shown["summary"].startswith("1 removed, 1 added, 3 changed")
+
+
+def test_batching_shows_what_its_prose_says(site):
+    """The chapter on batching: per-example gradients equal to the loop, the batched tapes with the
+    batch axis in their avals, the batched Hessian, the fallback loop and the refused branch."""
+    notebook = next(n for n in NOTEBOOKS if "batching" in n.stem)
+    outputs = [o for c in site.executed(notebook).cells for o in c.get("outputs", ())]
+    text = "\n".join(o.text for o in outputs if o.output_type == "stream")
+    assert "per-example gradients equal the loop: True" in text
+    assert "'W0': (256, 64, 32)" in text and "x faster" in text
+    assert "%14:f64[4,3,2] = multiply %12 %13" in text                  # a weight gradient per example
+    assert "49 equations; inputs: %0:f64[64,32]" in text and "%4:f64[256,1,64]" in text
+    assert "batched Hessian equals the loop over basis vectors: True" in text and "(3, 6, 6) True" in text
+    assert "fallback_loop dims=(0,) params=() primitive='scipy.linalg.expm' size=3 %0" in text
+    assert "expm is batched by: loop | sin by: derived | matmul by: hand" in text
+    assert "BatchedBranchError: a branch" in text and "in soft_sign" in text and "np.sum(x) > 0" in text
+    assert "forward, step 5 of 42: tanh → %10" in text
 
 
 class _Resources(HTMLParser):

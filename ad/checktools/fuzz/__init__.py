@@ -17,7 +17,8 @@ ready-to-paste pytest test (``Program.as_test``) and hypothesis shrinks it step 
 ``compare(f, xs)`` runs every form that applies and raises ``FuzzFailure`` naming the forms that
 disagree: closure, lifted, lifted+passes, compiled (numpy; the fused C backend on a quarter of
 the programs, ``oracles_for``), finite differences (the dot-product test),
-forward mode (``ad.jvp``: ``<J u, 1> == <u, grad>``), the second derivative (grad of grad against
+forward mode (``ad.jvp``: ``<J u, 1> == <u, grad>``), per-example gradients (``ad.vmap`` of the
+gradient over a batch of 3 against the loop), the second derivative (grad of grad against
 finite differences of grad), HIPS autograd (programs written with numpy functions only), the
 JSON save/load round trip and the ONNX export run in onnxruntime (tapes that export).
 

@@ -1,5 +1,6 @@
 """Comparing the forms of one function's gradient: every form that applies against the closure
-form, finite differences, forward mode, the second derivative, HIPS autograd, the JSON round
+form, finite differences, forward mode, the second derivative, per-example gradients
+(``ad.vmap`` of the gradient over a batch, against the loop), HIPS autograd, the JSON round
 trip and the ONNX export. What a run covered is kept in a ``Tally`` its caller owns."""
 from __future__ import annotations
 
@@ -12,14 +13,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ... import serialize, to_onnx
+from ...batching import RaggedBatchError
 from ...checks.fd import directional_derivative, dot_product_test, pair, random_like
 from ...compiler import fused
 from ...compiler.codegen import compile_tape
-from ...errors import GuardError, NonDifferentiableError
+from ...errors import BatchedBranchError, GuardError, NonDifferentiableError
 from ...transforms.linearization import jvp
 from ...passes import optimize
 from ...primitives import REGISTRY
 from ...transforms.gradients import grad, grad_tape
+from ...transforms.vectorize import vmap
 from ...tracing import trace
 
 EXACT = {np.dtype(np.float64): 1e-9, np.dtype(np.float32): 2e-3}
@@ -119,6 +122,9 @@ def compare(f, xs, *, smooth: bool = True, numpy_only: bool = False, family: str
                 else:
                     _close(run_fused(*xs)[1], ref, max(rtol, 1e-7), "compiled, fused backend")
                     done.append("fused")
+        with tally.timed("vmap"):
+            if _per_example(f, xs, argnums, rtol, domains, rng, tally):
+                done.append("vmap")
         precise = rtol < 1e-6
         if smooth and precise:
             with tally.timed("finite differences"):
@@ -161,6 +167,33 @@ def compare(f, xs, *, smooth: bool = True, numpy_only: bool = False, family: str
                 _close(ref, want, max(rtol, 1e-8), "ad (closure) against HIPS autograd")
             done.append("autograd")
     return done
+
+
+def _per_example(f, xs, argnums, rtol, domains, rng, tally: Tally, size: int = 3) -> bool:
+    """``vmap(grad(f))`` over a batch of ``xs`` and copies of it scaled elementwise by factors in
+    [0.9, 1.1] (integer arguments shared) against the closure gradient example by example. A
+    branch on a batched value refuses by design (BatchedBranchError): counted as skipped."""
+    axes = tuple(0 if k in argnums else None for k in range(len(xs)))
+    batch = [list(xs)]
+    for _ in range(size - 1):
+        ex = []
+        for k, x in enumerate(xs):
+            if k in argnums:
+                x = np.asarray(x * rng.uniform(0.9, 1.1, np.shape(x)), dtype=np.result_type(x))
+                if domains is not None and domains[k] is not None and not np.iscomplexobj(x):
+                    x = np.clip(x, *domains[k]).astype(np.result_type(xs[k]))
+            ex.append(x)
+        batch.append(ex)
+    stacked = [np.stack([ex[k] for ex in batch]) if a == 0 else xs[k] for k, a in enumerate(axes)]
+    try:
+        got = vmap(grad(f, argnums), in_axes=axes)(*stacked)
+    except (BatchedBranchError, RaggedBatchError, NonDifferentiableError) as exc:
+        tally.skipped[f"vmap: {type(exc).__name__}"] += 1
+        return False
+    for b, ex in enumerate(batch):
+        want = grad(f, argnums, form="closure")(*ex)
+        _close([g[b] for g in got], want, max(rtol, 1e-9), f"vmap(grad) example {b} against grad")
+    return True
 
 
 def _refusal(exc) -> str:

@@ -36,7 +36,7 @@ class Program:
         return np.sum(v3 * WEIGHTS) + 0.1 * np.sum(v2 * v2)
     <BLANKLINE>
     >>> ad.checktools.fuzz.run(program)      # the forms compared, all agreeing
-    ['closure', 'lifted', 'lifted+passes', 'compiled', 'finite differences', 'jvp', ..., 'json', 'onnx']
+    ['closure', 'lifted', 'lifted+passes', 'compiled', 'vmap', 'finite differences', 'jvp', ..., 'json', 'onnx']
     """
     family: str
     steps: tuple

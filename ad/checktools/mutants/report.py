@@ -29,6 +29,7 @@ class MutationReport:
     baseline: dict = field(default_factory=dict)   # primitive -> checks its unmutated template fails
     seconds: float = 0.0                             # wall time
     cpu: dict = field(default_factory=dict)          # primitive -> CPU seconds of its mutants
+    operators: tuple = OPERATORS                     # the operators the mutants were made by
 
     def counted(self, rows=None):
         return [o for o in (self.outcomes if rows is None else rows) if o.status in ("caught", "survived")]
@@ -50,7 +51,7 @@ class MutationReport:
         return Counter(c for o in self.counted() for c in o.checks)
 
     def by_operator(self) -> dict:
-        return {op: self._score([o for o in self.counted() if o.operator == op]) for op in OPERATORS}
+        return {op: self._score([o for o in self.counted() if o.operator == op]) for op in self.operators}
 
     def by_primitive(self) -> dict:
         names = dict.fromkeys(o.primitive for o in self.outcomes)
