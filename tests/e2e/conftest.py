@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import re
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -21,13 +20,7 @@ from tests.support.browser import (ARTIFACTS, LOOPBACK, ROOT, TOKEN, UI_TIMEOUT_
 from tests.support.debugger_notebook import (FORWARD_NOTEBOOK, MARIMO_APP, NOTEBOOK, make_marimo_app,
                                              make_notebook)
 
-@pytest.fixture(scope="session")
-def notebook_dir(tmp_path_factory) -> Path:
-    """A throw-away folder holding the notebook (Lab autosaves outputs into what it opens)."""
-    d = tmp_path_factory.mktemp("nbroot")
-    make_notebook(d / NOTEBOOK)
-    return d
-
+from .front_ends import shown, start_marimo, start_voila
 
 # what a hardened JupyterHub sends: no 'unsafe-inline' for scripts. JupyterLab itself needs
 # 'unsafe-eval' (its settings schemas compile to functions) and blob: is how anywidget imports a
@@ -88,31 +81,14 @@ def notebook7_server(tmp_path_factory):
 @pytest.fixture(scope="session")
 def marimo_server(tmp_path_factory):
     """``marimo run`` of the same program, showing ``mo.ui.anywidget(dbg)``."""
-    require_chromium()
-    root = tmp_path_factory.mktemp("marimo")
-    app = make_marimo_app(root / MARIMO_APP)
-    home = tmp_path_factory.mktemp("marimo-home")
-    env = jupyter_env(home)
-    env["HOME"] = str(home)                      # marimo keeps its config under HOME
-    port = free_port()
-    argv = [sys.executable, "-m", "marimo", "run", str(app), "--headless", "--host", "127.0.0.1",
-            "--port", str(port), "--no-token"]
-    server = Server(argv, root, env, port, home / "marimo.log", "/").start()
+    server = start_marimo(tmp_path_factory, "mlp", make_marimo_app, MARIMO_APP)
     yield server
     server.stop()
 
 
 @pytest.fixture(scope="session")
-def voila_server(tmp_path_factory, notebook_dir):
-    require_chromium()
-    home = tmp_path_factory.mktemp("jupyter-home-voila")
-    port = free_port()
-    argv = [sys.executable, "-m", "voila", str(notebook_dir / NOTEBOOK), "--no-browser",
-            "--Voila.ip=127.0.0.1", f"--port={port}", "--Voila.port_retries=0", f"--token={TOKEN}",
-            "--show_tracebacks=True"]
-    # voila's "/" runs the notebook and its /api/status is a 403: poll a static file instead
-    server = Server(argv, notebook_dir, jupyter_env(home), port, home / "voila.log",
-                    "/voila/static/voila.js").start()
+def voila_server(tmp_path_factory):
+    server = start_voila(tmp_path_factory, "mlp", make_notebook, NOTEBOOK)
     yield server
     server.stop()
 
@@ -156,8 +132,7 @@ def page(browser, request):
 def voila_page(browser, voila_server):
     """The notebook in Voila, loaded once for a module's tests (each load starts a kernel)."""
     pg = new_page(browser)
-    pg.goto(voila_server.url("/"), wait_until="domcontentloaded")
-    pg.locator(".tv-root").wait_for(state="visible", timeout=60_000)
+    shown(pg, voila_server.url("/"), timeout=60_000)
     yield pg
     pg.context.close()
 

@@ -4,18 +4,15 @@ the shared scenario (``calls_view``: switch to it, ``cell x40`` one node, open i
 group from its title, expand it in the outline); and on a static page,
 offline, where the page's ``CallsSource`` draws what the kernel would. The Python half:
 tests/tapeviz/debugger/test_calls_view.py."""
-import re
-
 import pytest
-from playwright.sync_api import expect
 
 import tapeviz
 from ad.examples.programs import rnn_example, rnn_loss
 from tests.support.browser import assert_offline, open_offline
 from tests.support.debugger_notebook import OUTLINE_NOTEBOOK, make_rnn_notebook
-from tests.support.scenario import KERNEL_TIMEOUT_MS, calls_view
+from tests.support.scenario import calls_view
 
-from .test_e2e_lab import open_notebook, run_all_cells
+from .front_ends import lab_debugger, notebook7_debugger, shown
 from .test_e2e_outline import rnn_marimo, rnn_voila  # noqa: F401  (module fixtures: the RNN's servers)
 
 pytestmark = pytest.mark.browser
@@ -23,36 +20,23 @@ pytestmark = pytest.mark.browser
 
 def test_lab_calls(lab_server, page, artifacts):
     make_rnn_notebook(lab_server.cwd / OUTLINE_NOTEBOOK)
-    panel = open_notebook(page, lab_server, OUTLINE_NOTEBOOK)
-    run_all_cells(page)
-    root = panel.locator(".jp-OutputArea-output .tv-root")
-    expect(root).to_be_visible(timeout=KERNEL_TIMEOUT_MS)
+    root = lab_debugger(page, lab_server, OUTLINE_NOTEBOOK)
     calls_view(page, root, artifacts, "lab")
 
 
 def test_notebook7_calls(notebook7_server, page, artifacts):
     make_rnn_notebook(notebook7_server.cwd / OUTLINE_NOTEBOOK)
-    page.goto(notebook7_server.url(f"/notebooks/{OUTLINE_NOTEBOOK}"), wait_until="domcontentloaded")
-    expect(page.locator(".jp-KernelName")).to_have_text(re.compile(r"^Python 3"), timeout=60_000)
-    expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status=idle]")).to_be_visible(timeout=60_000)
-    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
-    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
-    root = page.locator(".jp-OutputArea-output .tv-root")
-    expect(root).to_be_visible(timeout=KERNEL_TIMEOUT_MS)
+    root = notebook7_debugger(page, notebook7_server, OUTLINE_NOTEBOOK)
     calls_view(page, root, artifacts, "notebook7")
 
 
 def test_voila_calls(rnn_voila, page, artifacts):  # noqa: F811
-    page.goto(rnn_voila.url("/"), wait_until="domcontentloaded")
-    root = page.locator(".tv-root")
-    expect(root).to_be_visible(timeout=KERNEL_TIMEOUT_MS)
+    root = shown(page, rnn_voila.url("/"))
     calls_view(page, root, artifacts, "voila")
 
 
 def test_marimo_calls(rnn_marimo, page, artifacts):  # noqa: F811
-    page.goto(rnn_marimo.base_url + "/", wait_until="domcontentloaded")
-    root = page.locator(".tv-root")
-    expect(root).to_be_visible(timeout=KERNEL_TIMEOUT_MS)
+    root = shown(page, rnn_marimo.base_url + "/")
     calls_view(page, root, artifacts, "marimo")
 
 

@@ -8,7 +8,6 @@ the pane open. A page written while no diff was shown disables the toggle, sayin
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 import nbformat
@@ -18,10 +17,10 @@ from playwright.sync_api import expect
 
 from tapeviz.debugger.diff_pane import NOT_ON_PAGE
 from tapeviz.diffing import LOOKS
-from tests.support.browser import TOKEN, Server, assert_offline, free_port, jupyter_env, open_offline, require_chromium
+from tests.support.browser import assert_offline, open_offline
 from tests.support.scenario import KERNEL_TIMEOUT_MS, at, view_errors
 
-from .test_e2e_lab import open_notebook, run_all_cells
+from .front_ends import lab_debugger, notebook7_debugger, shown, start_marimo, start_voila
 
 pytestmark = pytest.mark.browser
 
@@ -151,68 +150,39 @@ def rgb(colour: str) -> str:
 
 def test_lab_diff(lab_server, page, artifacts):
     make_diff_notebook(lab_server.cwd / DIFF_NOTEBOOK)
-    panel = open_notebook(page, lab_server, DIFF_NOTEBOOK)
-    run_all_cells(page)
-    root = panel.locator(".jp-OutputArea-output .tv-root")
-    expect(root).to_be_visible(timeout=KERNEL_TIMEOUT_MS)
+    root = lab_debugger(page, lab_server, DIFF_NOTEBOOK)
     diff_scenario(page, root, artifacts, "lab")
 
 
 def test_notebook7_diff(notebook7_server, page, artifacts):
     make_diff_notebook(notebook7_server.cwd / DIFF_NOTEBOOK)
-    page.goto(notebook7_server.url(f"/notebooks/{DIFF_NOTEBOOK}"), wait_until="domcontentloaded")
-    expect(page.locator(".jp-KernelName")).to_have_text(re.compile(r"^Python 3"), timeout=60_000)
-    expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status=idle]")).to_be_visible(timeout=60_000)
-    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
-    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
-    root = page.locator(".jp-OutputArea-output .tv-root")
-    expect(root).to_be_visible(timeout=KERNEL_TIMEOUT_MS)
+    root = notebook7_debugger(page, notebook7_server, DIFF_NOTEBOOK)
     diff_scenario(page, root, artifacts, "notebook7")
 
 
 @pytest.fixture(scope="module")
 def diff_voila(tmp_path_factory):
     """Voila on the diff's notebook (the shared Voila server shows the MLP's)."""
-    require_chromium()
-    root = tmp_path_factory.mktemp("voila-diff")
-    notebook = make_diff_notebook(root / DIFF_NOTEBOOK)
-    home = tmp_path_factory.mktemp("jupyter-home-voila-diff")
-    port = free_port()
-    argv = [sys.executable, "-m", "voila", str(notebook), "--no-browser", "--Voila.ip=127.0.0.1", f"--port={port}",
-            "--Voila.port_retries=0", f"--token={TOKEN}", "--show_tracebacks=True"]
-    server = Server(argv, root, jupyter_env(home), port, home / "voila.log", "/voila/static/voila.js").start()
+    server = start_voila(tmp_path_factory, "diff", make_diff_notebook, DIFF_NOTEBOOK)
     yield server
     server.stop()
 
 
 def test_voila_diff(diff_voila, page, artifacts):
-    page.goto(diff_voila.url("/"), wait_until="domcontentloaded")
-    root = page.locator(".tv-root")
-    expect(root).to_be_visible(timeout=KERNEL_TIMEOUT_MS)
+    root = shown(page, diff_voila.url("/"))
     diff_scenario(page, root, artifacts, "voila")
 
 
 @pytest.fixture(scope="module")
 def diff_marimo(tmp_path_factory):
     """``marimo run`` of the diff's program, shown as ``mo.ui.anywidget(dbg)``."""
-    require_chromium()
-    root = tmp_path_factory.mktemp("marimo-diff")
-    app = make_diff_marimo_app(root / "diff_app.py")
-    home = tmp_path_factory.mktemp("marimo-home-diff")
-    env = jupyter_env(home)
-    env["HOME"] = str(home)
-    port = free_port()
-    argv = [sys.executable, "-m", "marimo", "run", str(app), "--headless", "--host", "127.0.0.1",
-            "--port", str(port), "--no-token"]
-    server = Server(argv, root, env, port, home / "marimo.log", "/").start()
+    server = start_marimo(tmp_path_factory, "diff", make_diff_marimo_app, "diff_app.py")
     yield server
     server.stop()
 
 
 def test_marimo_diff(diff_marimo, page, artifacts):
-    page.goto(diff_marimo.base_url + "/", wait_until="domcontentloaded")
-    root = page.locator(".tv-root")
-    expect(root).to_be_visible(timeout=KERNEL_TIMEOUT_MS)
+    root = shown(page, diff_marimo.base_url + "/")
     diff_scenario(page, root, artifacts, "marimo")
 
 

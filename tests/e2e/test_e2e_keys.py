@@ -15,7 +15,7 @@ from tests.support.browser import assert_offline, open_offline
 from tests.support.debugger_notebook import make_rnn_notebook
 from tests.support.scenario import KERNEL_TIMEOUT_MS, at, view_errors
 
-from .test_e2e_lab import open_notebook, run_all_cells
+from .front_ends import lab_debugger, lab_panel, notebook7_debugger
 
 pytestmark = pytest.mark.browser
 
@@ -77,23 +77,14 @@ def jupyter_keys_still_work(pg, notebook, root) -> None:
 
 def test_lab_keys(lab_server, page, artifacts):
     make_rnn_notebook(lab_server.cwd / "keys_rnn.ipynb")
-    panel = open_notebook(page, lab_server, "keys_rnn.ipynb")
-    run_all_cells(page)
-    root = panel.locator(".jp-OutputArea-output .tv-root")
-    expect(root).to_be_visible(timeout=KERNEL_TIMEOUT_MS)
+    root = lab_debugger(page, lab_server, "keys_rnn.ipynb")
     drive_with_keys(page, root, artifacts, "lab")
-    jupyter_keys_still_work(page, panel, root)
+    jupyter_keys_still_work(page, lab_panel(page), root)
 
 
 def test_notebook7_keys(notebook7_server, page, artifacts):
     make_rnn_notebook(notebook7_server.cwd / "keys_rnn.ipynb")
-    page.goto(notebook7_server.url("/notebooks/keys_rnn.ipynb"), wait_until="domcontentloaded")
-    expect(page.locator(".jp-KernelName")).to_have_text(re.compile(r"^Python 3"), timeout=60_000)
-    expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status=idle]")).to_be_visible(timeout=60_000)
-    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
-    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
-    root = page.locator(".jp-OutputArea-output .tv-root")
-    expect(root).to_be_visible(timeout=KERNEL_TIMEOUT_MS)
+    root = notebook7_debugger(page, notebook7_server, "keys_rnn.ipynb")
     drive_with_keys(page, root, artifacts, "notebook7")
     jupyter_keys_still_work(page, page.locator(".jp-Notebook"), root)
 

@@ -4,7 +4,6 @@ strict Content-Security-Policy, where clicks still work and the kernel draws the
 notebooks reopened with no live widget, which show the saved view or the static snapshot: one
 saved by Lab itself (the settings tapeviz installs make Lab save widget state), its kernel shut
 down, and ones executed headless."""
-import itertools
 import json
 import re
 import subprocess
@@ -20,39 +19,15 @@ from tests.support.browser import ROOT
 from tests.support.debugger_notebook import FORWARD_NOTEBOOK, NOTEBOOK, make_notebook
 from tests.support.scenario import KERNEL_TIMEOUT_MS, rendered, step_select_zoom_check, view_errors
 
+from .front_ends import IN_OUTPUT, lab_debugger, menu, open_notebook, run_all_cells
+
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 
 pytestmark = pytest.mark.browser
 
 
-WORKSPACES = itertools.count()
-
-
-def open_notebook(page, server, name):
-    """Open a notebook in a workspace of its own: Lab starts with no other tab (the session's
-    server keeps the tabs earlier tests opened in its default workspace, and restores them)."""
-    page.goto(server.url(f"/lab/workspaces/test{next(WORKSPACES)}/tree/{name}"), wait_until="domcontentloaded")
-    # the status bar says "<kernel> | Idle" once the kernel is really there (the toolbar's idle
-    # indicator says so a second too early, and running then opens a "Select Kernel" dialog)
-    idle = page.locator(".jp-StatusBar-TextItem", has_text=re.compile(r"^(?!No Kernel).+ \| Idle$"))
-    expect(idle).to_be_visible(timeout=60_000)
-    return page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")   # Lab reopens earlier tabs too
-
-
-def menu(page, name: str, item: str):
-    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(f"^{name}$")).click()
-    page.locator(".lm-Menu-itemLabel", has_text=re.compile(f"^{item}$")).click()
-
-
-def run_all_cells(page):
-    menu(page, "Run", "Run All Cells")
-
-
 def test_lab(lab_server, page, artifacts):
-    panel = open_notebook(page, lab_server, NOTEBOOK)
-    run_all_cells(page)
-    root = panel.locator(".jp-OutputArea-output .tv-root")
-    expect(root).to_be_visible(timeout=KERNEL_TIMEOUT_MS)
+    root = lab_debugger(page, lab_server, NOTEBOOK)
     step_select_zoom_check(page, root, artifacts, "lab")
 
 
@@ -69,10 +44,7 @@ def test_lab_under_a_strict_csp(strict_lab_server, page, artifacts):
         b.setAttribute('onclick', 'window.__inline = true'); document.body.append(b); b.click();
         b.remove(); return window.__inline === true; }""")
     assert not ran, "the policy is not in force: an inline handler ran"
-    panel = open_notebook(page, strict_lab_server, NOTEBOOK)
-    run_all_cells(page)
-    root = panel.locator(".jp-OutputArea-output .tv-root")
-    expect(root).to_be_visible(timeout=KERNEL_TIMEOUT_MS)
+    root = lab_debugger(page, strict_lab_server, NOTEBOOK)
     step_select_zoom_check(page, root, artifacts, "lab_strict_csp", renderer="kernel")
 
 
@@ -101,7 +73,7 @@ def monkeypatch_module():
 
 def test_a_reopened_notebook_with_its_widget_state_shows_the_saved_view(saved_notebooks, page, artifacts):
     panel = open_notebook(page, saved_notebooks, "saved_with_state.ipynb")
-    root = panel.locator(".jp-OutputArea-output .tv-root")
+    root = panel.locator(IN_OUTPUT)
     expect(root.locator(".tv-phase")).to_have_attribute("data-step", "0", timeout=60_000)
     expect(root.locator(".tv-forward .tv-eq.tv-current")).to_have_count(1)
     expect(root.locator(".tv-status")).to_contain_text("no kernel has answered")
@@ -126,7 +98,7 @@ def test_lab_forward_view(lab_server, page, artifacts):
     the checks (forward mode against finite differences fails, at tanh)."""
     panel = open_notebook(page, lab_server, FORWARD_NOTEBOOK)
     run_all_cells(page)
-    root = panel.locator(".jp-OutputArea-output .tv-root")
+    root = panel.locator(IN_OUTPUT)
     phase = root.locator(".tv-phase")
     expect(phase).to_have_attribute("data-step", "0", timeout=KERNEL_TIMEOUT_MS)
     expect(root.locator(".tv-graph-pane")).to_have_attribute("data-step", "0", timeout=KERNEL_TIMEOUT_MS)
@@ -180,7 +152,7 @@ def test_a_notebook_saved_in_lab_reopens_with_the_debugger(lab_server, page, art
     path = make_notebook(lab_server.cwd / name)
     panel = open_notebook(page, lab_server, name)
     run_all_cells(page)
-    root = panel.locator(".jp-OutputArea-output .tv-root")
+    root = panel.locator(IN_OUTPUT)
     rendered(root)
     root.locator("button.tv-next").click()
     expect(root.locator(".tv-phase")).to_have_attribute("data-step", "1")
@@ -203,7 +175,7 @@ def test_a_notebook_saved_in_lab_reopens_with_the_debugger(lab_server, page, art
     until(page, shut_down, "the notebook's kernel to shut down")
 
     panel = open_notebook(page, lab_server, name)                 # Lab loaded afresh
-    root = panel.locator(".jp-OutputArea-output .tv-root")
+    root = panel.locator(IN_OUTPUT)
     expect(root.locator(".tv-phase")).to_have_attribute("data-step", "1", timeout=60_000)
     expect(root.locator(".tv-phase .tv-phase-text")).to_have_text(re.compile(r"^forward, step 2 of \d+"))
     expect(root.locator(".tv-forward .tv-eq.tv-current")).to_have_count(1)

@@ -1,16 +1,15 @@
 """The notebook runs headless (nbclient, no browser) and leaves a debugger widget behind: the
 cheap check that the browser tests' notebook itself is sound; then the shared scenario in
 Notebook 7 (the ``notebook`` package)."""
-import re
-
 import nbformat
 import pytest
 from nbclient import NotebookClient
-from playwright.sync_api import expect
 
 from tests.support.debugger_notebook import NOTEBOOK, make_notebook
-from tests.support.scenario import KERNEL_TIMEOUT_MS, step_select_zoom_check
+from tests.support.scenario import step_select_zoom_check
 from tests.support import ROOT
+
+from .front_ends import notebook7_debugger
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
@@ -37,13 +36,5 @@ def test_notebook_executes_and_shows_the_debugger(tmp_path, monkeypatch):
 
 @pytest.mark.browser
 def test_notebook7(notebook7_server, page, artifacts):
-    page.goto(notebook7_server.url(f"/notebooks/{NOTEBOOK}"), wait_until="domcontentloaded")
-    # as in Lab, "idle" shows before the kernel exists: wait for its name too (else running
-    # opens a "Select Kernel" dialog)
-    expect(page.locator(".jp-KernelName")).to_have_text(re.compile(r"^Python 3"), timeout=60_000)
-    expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status=idle]")).to_be_visible(timeout=60_000)
-    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
-    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
-    root = page.locator(".jp-OutputArea-output .tv-root")
-    expect(root).to_be_visible(timeout=KERNEL_TIMEOUT_MS)
+    root = notebook7_debugger(page, notebook7_server, NOTEBOOK)
     step_select_zoom_check(page, root, artifacts, "notebook7")

@@ -4,18 +4,17 @@ expand ``cell x40``, click ``cell#17``, step out and over calls in the forward a
 pass, a breakpoint on a call and on an equation, continue to it, forwards and backwards); and a
 static page, which does the same with no kernel (``test_static_page_steps_by_call_offline``)."""
 import re
-import sys
 
 import pytest
 from playwright.sync_api import expect
 
 import tapeviz
 from ad.examples.programs import rnn_example, rnn_loss
-from tests.support.browser import TOKEN, Server, assert_offline, free_port, jupyter_env, open_offline, require_chromium
+from tests.support.browser import assert_offline, open_offline
 from tests.support.debugger_notebook import OUTLINE_NOTEBOOK, make_rnn_marimo_app, make_rnn_notebook
-from tests.support.scenario import KERNEL_TIMEOUT_MS, CURSOR, at, outline_row, outline_step_by_call
+from tests.support.scenario import CURSOR, at, outline_row, outline_step_by_call
 
-from .test_e2e_lab import open_notebook, run_all_cells
+from .front_ends import lab_debugger, notebook7_debugger, shown, start_marimo, start_voila
 
 pytestmark = pytest.mark.browser
 
@@ -24,68 +23,39 @@ NAV_BUTTONS = ("step-into", "step-over", "step-out", "reverse", "cont", "nonfini
 
 def test_lab_outline(lab_server, page, artifacts):
     make_rnn_notebook(lab_server.cwd / OUTLINE_NOTEBOOK)
-    panel = open_notebook(page, lab_server, OUTLINE_NOTEBOOK)
-    run_all_cells(page)
-    root = panel.locator(".jp-OutputArea-output .tv-root")
-    expect(root).to_be_visible(timeout=KERNEL_TIMEOUT_MS)
+    root = lab_debugger(page, lab_server, OUTLINE_NOTEBOOK)
     outline_step_by_call(page, root, artifacts, "lab")
 
 
 def test_notebook7_outline(notebook7_server, page, artifacts):
     make_rnn_notebook(notebook7_server.cwd / OUTLINE_NOTEBOOK)
-    page.goto(notebook7_server.url(f"/notebooks/{OUTLINE_NOTEBOOK}"), wait_until="domcontentloaded")
-    expect(page.locator(".jp-KernelName")).to_have_text(re.compile(r"^Python 3"), timeout=60_000)
-    expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status=idle]")).to_be_visible(timeout=60_000)
-    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
-    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
-    root = page.locator(".jp-OutputArea-output .tv-root")
-    expect(root).to_be_visible(timeout=KERNEL_TIMEOUT_MS)
+    root = notebook7_debugger(page, notebook7_server, OUTLINE_NOTEBOOK)
     outline_step_by_call(page, root, artifacts, "notebook7")
 
 
 @pytest.fixture(scope="module")
 def rnn_voila(tmp_path_factory):
     """Voila on the RNN's notebook (the shared Voila server shows the MLP's)."""
-    require_chromium()
-    root = tmp_path_factory.mktemp("voila-rnn")
-    notebook = make_rnn_notebook(root / OUTLINE_NOTEBOOK)
-    home = tmp_path_factory.mktemp("jupyter-home-voila-rnn")
-    port = free_port()
-    argv = [sys.executable, "-m", "voila", str(notebook), "--no-browser", "--Voila.ip=127.0.0.1", f"--port={port}",
-            "--Voila.port_retries=0", f"--token={TOKEN}", "--show_tracebacks=True"]
-    server = Server(argv, root, jupyter_env(home), port, home / "voila.log", "/voila/static/voila.js").start()
+    server = start_voila(tmp_path_factory, "rnn", make_rnn_notebook, OUTLINE_NOTEBOOK)
     yield server
     server.stop()
 
 
 def test_voila_outline(rnn_voila, page, artifacts):
-    page.goto(rnn_voila.url("/"), wait_until="domcontentloaded")
-    root = page.locator(".tv-root")
-    expect(root).to_be_visible(timeout=KERNEL_TIMEOUT_MS)
+    root = shown(page, rnn_voila.url("/"))
     outline_step_by_call(page, root, artifacts, "voila")
 
 
 @pytest.fixture(scope="module")
 def rnn_marimo(tmp_path_factory):
     """``marimo run`` of the RNN's debugger, shown as ``mo.ui.anywidget(dbg)``."""
-    require_chromium()
-    root = tmp_path_factory.mktemp("marimo-rnn")
-    app = make_rnn_marimo_app(root / "rnn_app.py")
-    home = tmp_path_factory.mktemp("marimo-home-rnn")
-    env = jupyter_env(home)
-    env["HOME"] = str(home)
-    port = free_port()
-    argv = [sys.executable, "-m", "marimo", "run", str(app), "--headless", "--host", "127.0.0.1",
-            "--port", str(port), "--no-token"]
-    server = Server(argv, root, env, port, home / "marimo.log", "/").start()
+    server = start_marimo(tmp_path_factory, "rnn", make_rnn_marimo_app, "rnn_app.py")
     yield server
     server.stop()
 
 
 def test_marimo_outline(rnn_marimo, page, artifacts):
-    page.goto(rnn_marimo.base_url + "/", wait_until="domcontentloaded")
-    root = page.locator(".tv-root")
-    expect(root).to_be_visible(timeout=KERNEL_TIMEOUT_MS)
+    root = shown(page, rnn_marimo.base_url + "/")
     outline_step_by_call(page, root, artifacts, "marimo")
 
 
