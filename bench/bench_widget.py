@@ -433,8 +433,11 @@ def browser_scale(layers: int = SCALE_LAYERS, actions=SCALE_ACTIONS, clicks: int
         out["page shown"] = time.perf_counter() - t0
         page.wait_for_timeout(1000)
         for what, gap in actions:
-            if what == "graph":                                   # the calls view, drawn once
-                page.locator("button.tv-view-calls").click()
+            if what == "graph":         # on a fresh page: the outline's group is as it opened
+                page.goto(server.url("/"), wait_until="domcontentloaded")
+                page.locator(".tv-graph-pane[data-step]").wait_for(timeout=300_000)
+                page.wait_for_timeout(1000)
+                page.locator("button.tv-view-calls").click()      # the calls view, drawn once
                 page.locator('.tv-graph-pane[data-view="calls"]').wait_for(timeout=300_000)
             first = page.evaluate(SCALE_JS, [what, 1, gap])[0]   # the first: rows built, steps not yet ahead
             page.evaluate(SCALE_JS, [what, 2, gap])                # warm up
