@@ -107,7 +107,9 @@ def test_a_session_grows_with_the_tape_not_with_steps_times_graph():
     n_small, n_large = len(small["tape"]["outputs"]), len(large["tape"]["outputs"])
     assert n_large == 771
     assert size(large) / size(small) < 1.15 * n_large / n_small                  # linear in the equations
-    assert size(large) < 5_000 * n_large                                         # about 5 kB an equation
+    # about 5 kB an equation (4.997 kB in /work/main; the tooltips carry the source files' paths,
+    # so a checkout in a longer folder weighs more: 5.0003 kB in /tmp/tmp.XXXXXXXXXX/p)
+    assert size(large) < 5_100 * n_large
     assert len(page.pack(large)) < 700_000                                       # was refused: 70 MB of states
     no_values = page.session(tapeviz.debug(rnn_loss, *rnn_example(steps=40)), values=False)
     assert size(no_values) < 3_000 * n_large
