@@ -76,7 +76,8 @@ def loop(prim, args, dims, params: dict):
 def _loop_rule(*args, primitive, params, dims, size):
     prim = looped(primitive)
     if prim.rule is None:
-        raise NotImplementedError(f"{prim.name} has no rule, so the gradient of its batched loop is unknown")
+        raise UnsupportedFunctionError(f"{prim.name} has no rule, so the gradient of its batched loop is "
+                                       f"unknown: give it one with @ad.rrule")
     if not prim.complex_rule and any(np.iscomplexobj(x) for x in args):
         raise UnsupportedFunctionError(f"the gradient of {prim.name} (looped over a batch) with complex "
                                        "values: its rule is written for real numbers")

@@ -167,3 +167,13 @@ def test_a_saved_loop_loads_the_rule_module_it_names(tmp_path):
             f"print(t(np.load({str(tmp_path / 'a.npy')!r})).sum())")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
     assert np.isclose(float(out), np.stack([scipy.linalg.expm(a) for a in A]).sum())
+
+
+def test_the_gradient_of_a_looped_primitive_without_a_rule_refuses_naming_it():
+    """A user primitive with no rule and no batching rule runs in a ``fallback_loop``; its
+    gradient has nothing to loop over, and says so, naming the primitive."""
+    sort_rows = ad.primitive(lambda x: np.sort(x), name="sort_rows_without_a_rule")
+    loss = lambda x: np.sum(ad.vmap(sort_rows)(x))            # noqa: E731
+    assert np.allclose(loss(np.arange(6.0).reshape(2, 3)), 15.0)
+    with pytest.raises(ad.UnsupportedFunctionError, match="sort_rows_without_a_rule has no rule.*@ad.rrule"):
+        ad.grad(loss)(np.arange(6.0).reshape(2, 3))
