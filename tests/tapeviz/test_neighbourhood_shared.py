@@ -3,20 +3,13 @@
 many readers were left out, but the other cells are not pulled in; a long loop sharing one
 weight has a small graph pane at every step. The static page's ``PaneSource`` writes the same
 notes (checked with Node when it is installed; tests/e2e/test_e2e_static.py checks the page)."""
-import base64
-import gzip
-import json
-import re
-import shutil
-import subprocess
-
 import numpy as np
 import pytest
 
 import tapeviz
 from ad.examples.programs import rnn_example, rnn_loss
 from tapeviz.graph import SHARED_LIMIT, left_out, neighbourhood
-from tests.support.needs import needs
+from tests.support.page_module import NodeRunner, needs_node, page_session
 
 PANE_LIMIT = 200_000        # bytes of DOT per step
 
@@ -116,7 +109,6 @@ def test_a_long_loop_sharing_one_weight_has_a_small_pane(loop20k):
 
 # -- the static page's PaneSource writes the same notes ---------------------------------------------
 
-SESSION = re.compile(r'<script type="application/gzip" class="tv-session">([^<]*)</script>')
 NODE_SCRIPT = """
 const [module, session, steps] = process.argv.slice(2);
 const { PaneSource } = await import(module);
@@ -128,18 +120,10 @@ process.stdout.write(JSON.stringify(out));
 """
 
 
-@needs(shutil.which("node") is not None, "Node, to run the page's module")
+@needs_node
 def test_the_page_writes_the_same_notes(rnn, tmp_path):
-    import tapeviz.debugger as package
-    from pathlib import Path
-    source = Path(package.__file__).parent / "static" / "debugger.js"
-    module = tmp_path / "debugger.mjs"
-    module.write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
     rnn.step_to(0)
-    page = rnn.to_html(tmp_path / "rnn.html")
-    packed = SESSION.search(Path(page).read_text(encoding="utf-8")).group(1)
-    data = json.loads(gzip.decompress(base64.b64decode(packed)))
-    (tmp_path / "session.json").write_text(json.dumps(data), encoding="utf-8")
+    data = page_session(rnn, tmp_path)
     m = rnn.model
     picks = sorted({0, 1, 5, rnn.n_steps // 3, rnn.n_steps // 2, rnn.n_steps - 2, rnn.n_steps - 1})
     spans, expected = [], []
@@ -147,12 +131,7 @@ def test_the_page_writes_the_same_notes(rnn, tmp_path):
         rnn.step_to(i)
         spans.append([m.step.start, m.step.stop])
         expected.append(rnn.graph.dot())
-    (tmp_path / "steps.json").write_text(json.dumps(spans), encoding="utf-8")
-    (tmp_path / "run.mjs").write_text(NODE_SCRIPT, encoding="utf-8")
-    run = subprocess.run(["node", str(tmp_path / "run.mjs"), module.as_uri(), str(tmp_path / "session.json"),
-                          str(tmp_path / "steps.json")], capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stderr
-    got = json.loads(run.stdout)
+    got = NodeRunner(tmp_path, NODE_SCRIPT)(data, spans, timeout=120)
     assert sum("more readers>" in d for d in expected) >= 3
     for i, (a, b) in zip(picks, zip(got, expected)):
         assert a == b, i

@@ -2,28 +2,18 @@
 (``static/debugger.js``) writes the drawings the kernel's ``CallsPane`` writes, byte for byte,
 for the same moves of the cursor and the same opens and closes (run with Node); what the
 embedding adds to a page. The browser half: tests/e2e/test_e2e_calls.py."""
-import base64
-import gzip
-import json
-import re
-import shutil
-import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import tapeviz
-import tapeviz.debugger as package
 from ad.examples import mlp_example, mlp_loss
 from ad.examples.programs import rnn_example, rnn_loss
 from tapeviz.debugger import page
 from tapeviz.debugger.calls_tables import calls_data
 
 from tests.support.debug_programs import nested_args, nested_loss
-from tests.support.needs import needs
-
-SESSION = re.compile(r'<script type="application/gzip" class="tv-session">([^<]*)</script>')
+from tests.support.page_module import NodeRunner, needs_node, page_session
 
 NODE_SCRIPT = """
 const [module, session, moves] = process.argv.slice(2);
@@ -83,7 +73,7 @@ def replay(dbg, moves) -> tuple[list, list]:
     return expected, sent
 
 
-@needs(shutil.which("node") is not None, "Node, to run the page's module")
+@needs_node
 @pytest.mark.parametrize("program", ["rnn", "mlp", "forward mode"])
 def test_the_page_writes_the_kernels_drawings(program, tmp_path):
     if program == "forward mode":
@@ -91,20 +81,10 @@ def test_the_page_writes_the_kernels_drawings(program, tmp_path):
         dbg = tapeviz.debug_jvp(nested_loss, (W, x), (np.ones_like(W), None))
     else:
         dbg = tapeviz.debug(*((rnn_loss, *rnn_example()) if program == "rnn" else (mlp_loss, *mlp_example())))
-    path = dbg.to_html(tmp_path / "page.html")
-    data = json.loads(gzip.decompress(base64.b64decode(SESSION.search(path.read_text(encoding="utf-8")).group(1))))
+    data = page_session(dbg, tmp_path)
     assert "eqScope" not in data["calls"] and data["start"]["view"] == "around"
     expected, moves = replay(dbg, moves_of(dbg))
-    module = tmp_path / "debugger.mjs"
-    module.write_text((Path(package.__file__).parent / "static" / "debugger.js").read_text(encoding="utf-8"),
-                      encoding="utf-8")
-    (tmp_path / "session.json").write_text(json.dumps(data), encoding="utf-8")
-    (tmp_path / "moves.json").write_text(json.dumps(moves), encoding="utf-8")
-    (tmp_path / "run.mjs").write_text(NODE_SCRIPT, encoding="utf-8")
-    run = subprocess.run(["node", str(tmp_path / "run.mjs"), module.as_uri(), str(tmp_path / "session.json"),
-                          str(tmp_path / "moves.json")], capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stderr
-    got = json.loads(run.stdout)
+    got = NodeRunner(tmp_path, NODE_SCRIPT)(data, moves)
     assert len(got) == len(expected) and len(set(expected)) > 5          # the moves drew different things
     for k, (a, b) in enumerate(zip(got, expected)):
         assert a == b, (k, moves[k])

@@ -5,26 +5,20 @@ failing check) with the step and the message the widget gives. Checked move by m
 step of the 40-step RNN and of a program with nested calls, at both granularities and in both
 directions, in forward mode too, and along seeded sequences of the view's actions on pages of
 those programs, of one with a planted NaN and of one with a planted wrong rule."""
-import itertools
-import json
 import random
-import shutil
-import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import tapeviz
-import tapeviz.debugger as package
 from ad.examples.programs import rnn_example, rnn_loss
 from tapeviz.debugger import page
 from tapeviz.debugger.frames import navigation_part, steps_part, tape_part
 from tests.support.debug_programs import (click, debugger_with, nan_args, nan_loss, nested_args, nested_loss,
                                           wrong_rule_loss)
-from tests.support.needs import needs
+from tests.support.page_module import NodeRunner, needs_node
 
-pytestmark = needs(shutil.which("node") is not None, "Node, to run the page's module")
+pytestmark = needs_node
 
 NODE_SCRIPT = """
 const [module, input] = process.argv.slice(2);
@@ -62,21 +56,7 @@ ON_THE_PAGE = {"no breakpoints: add targets to dbg.breakpoints":
 @pytest.fixture(scope="module")
 def node(tmp_path_factory):
     """Run a job (JSON) through the page's module under Node; its answer, parsed."""
-    tmp = tmp_path_factory.mktemp("node")
-    module = tmp / "debugger.mjs"
-    module.write_text((Path(package.__file__).parent / "static" / "debugger.js").read_text(encoding="utf-8"),
-                      encoding="utf-8")
-    (tmp / "run.mjs").write_text(NODE_SCRIPT, encoding="utf-8")
-    jobs = itertools.count()
-
-    def run(job: dict):
-        path = tmp / f"job{next(jobs)}.json"
-        path.write_text(json.dumps(job), encoding="utf-8")
-        done = subprocess.run(["node", str(tmp / "run.mjs"), module.as_uri(), str(path)], capture_output=True,
-                              text=True, timeout=300)
-        assert done.returncode == 0, done.stderr
-        return json.loads(done.stdout)
-    return run
+    return NodeRunner(tmp_path_factory.mktemp("node"), NODE_SCRIPT)
 
 
 @pytest.fixture(scope="module")
