@@ -6,6 +6,8 @@ Three tables, filled by the modules of ``ad.lib`` next to the primitives they us
 * ``UFUNC_METHODS``: (ufunc, method) -> handler, for ``np.add.reduce``, ``np.multiply.outer``...
 * ``FUNCTIONS``: numpy function -> handler with numpy's signature, for ``np.sum(t, axis=0)``...
 
+and ``ARRAY_API``, the array API standard's namespace of traced values (``x.__array_namespace__()``).
+
 A numpy function missing from ``FUNCTIONS`` runs numpy's own Python implementation on the tracers
 when it has one (it often calls supported functions); if that implementation coerces a tracer, the
 error says the function has no rule.
@@ -32,6 +34,9 @@ FUNCTIONS: dict[Callable, Callable] = {}
 # not numpy's by UFUNC_NAMES when their own name is not their public one
 UNSUPPORTED_UFUNCS: dict[np.ufunc, str] = {}
 UFUNC_NAMES: dict[np.ufunc, str] = {}
+# the array API standard's namespace of traced values, by version of the standard
+# (``ad.lib.array_api`` fills it, ``Tracer.__array_namespace__`` reads it)
+ARRAY_API: dict[str, object] = {}
 
 
 def implements(*funcs):
@@ -72,6 +77,15 @@ def unsupported(what: str, hint: str = "") -> UnsupportedFunctionError:
         + (hint or "Write it with functions that have rules, or mark your own function with "
            "@ad.primitive and register its rule with @ad.rrule(your_function); a rule for a numpy "
            "function is registered with @ad.rrule on an ad.Primitive (see ad.lib for examples)."))
+
+
+def array_namespace(api_version: str | None):
+    """The namespace of a version of the array API standard (None: the newest) for traced values."""
+    version = max(ARRAY_API) if api_version is None else api_version
+    if version not in ARRAY_API:
+        raise ValueError(f"traced values follow versions {', '.join(sorted(ARRAY_API))} of the array API "
+                         f"standard, not {api_version!r}: ask for one of them, or api_version=None")
+    return ARRAY_API[version]
 
 
 # -- ufuncs --------------------------------------------------------------------------------

@@ -32,8 +32,8 @@ import numpy as np
 
 from . import dispatch
 from .core_prims import guard_p
-from .errors import (ConcretizationError, MutationError, PlainArrayWriteError, TraceError, scipy_escape,
-                     storing_into_array, user_location, user_site)
+from .errors import (ConcretizationError, MutationError, PlainArrayWriteError, TraceError, UnsupportedFunctionError,
+                     scipy_escape, storing_into_array, user_location, user_site)
 from .origins import Origin, OriginKind
 from .scopes import CallScopes
 from .tape import SCALAR_AVALS, Aval, Eqn, Lit, Var, freeze_params, interned_aval
@@ -257,6 +257,19 @@ class Tracer(Traced):
 
     def __array_function__(self, func, types, args, kwargs):
         return dispatch.function(func, args, kwargs, like=self)
+
+    def __array_namespace__(self, /, *, api_version=None):
+        """The array API standard's namespace of traced values (``ad.lib.array_api``)."""
+        return dispatch.array_namespace(api_version)
+
+    def to_device(self, device, /, *, stream=None):
+        """The standard's move to a device: a traced value stays where numpy computes (``"cpu"``)."""
+        if device != self.device:
+            raise UnsupportedFunctionError(
+                f"to_device({device!r}) of {self.variable!r}:{self.aval}: ad traces with numpy, whose one "
+                "device is 'cpu'. Keep the traced program on the CPU (device=x.device, or "
+                "array_api_compat.device(x), of a traced x), or differentiate it with that device's library.")
+        return self
 
     # -- concrete values: guarded, or loud when a gradient would be lost --------------------
     def _concretize(self, value, what: str, keeps_gradient: bool):
@@ -490,7 +503,7 @@ Tracer.partition = _partition
 # ndarray attributes a traced value cannot have, and why (anything else missing is unknown)
 _NO_BUFFER = ("a traced value is not a block of memory; for a cast use x.astype(dtype)",
               "base", "ctypes", "data", "flags", "strides", "byteswap", "getfield", "setfield",
-              "setflags", "tobytes", "tofile", "dump", "dumps", "view", "to_device")
+              "setflags", "tobytes", "tofile", "dump", "dumps", "view", "__dlpack__", "__dlpack_device__")
 _NO_RESIZE = ("a traced value cannot change its size in place; use np.resize(a, shape) or "
               "np.pad", "resize")
 _REFUSED = {name: reason for reason, *names in (_NO_BUFFER, _NO_RESIZE) for name in names}

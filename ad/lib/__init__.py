@@ -6,4 +6,4 @@ other numpy functions of its family as compositions of those primitives.
 """
 from . import creation, elementwise, reductions, shape, indexing, contraction  # noqa: F401
 from . import linalg, linalg_functions, numeric, statistics, selection, values, arrays  # noqa: F401
-from . import fft  # noqa: F401
+from . import fft, array_api  # noqa: F401
