@@ -18,7 +18,7 @@ from .forward_mode.transposition import NotLinearError, transpose
 from .gradtape import Fallback, GradTape, partition
 from .origins import Origin, OriginKind
 from .passes import op_counts, optimize
-from .primitives import REGISTRY, Primitive, defer
+from .primitives import REGISTRY, Primitive, defer, plug_in
 from .rules import backpropagate, batch_rule, linear_rule, non_differentiable, primitive, rrule, scalar_rule, using_rule
 from .scopes import scope
 from .serialize import load, save
@@ -66,3 +66,6 @@ def from_onnx(model_or_path, **kw):
 defer("scipy.special.", "ad.scipy.special")
 defer("scipy.", "ad.scipy.special", "ad.scipy.stats", "ad.scipy.linalg", "ad.scipy.signal",
       "ad.scipy.integrate")
+# scipy.fft's backend for traced arrays, set only while a trace runs the user's function, in every
+# trace once scipy is imported (scipy.fft on plain arrays never meets it): ad.primitives.plug_in
+plug_in("scipy", "ad.scipy.fft")

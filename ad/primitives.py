@@ -9,7 +9,9 @@ anything named in a file); names are therefore unique.
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
+import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -208,3 +210,28 @@ def load_deferred(name: str) -> None:
     prefix = max((p for p in DEFERRED if name.startswith(p)), key=len, default=None)
     for module in DEFERRED.get(prefix, ()):
         importlib.import_module(module)
+
+
+# Rule modules that plug into a library's own dispatch instead of numpy's: scipy.fft hands its
+# transforms to the first of its uarray backends that takes them, and ``ad.scipy.fft`` is one, set
+# only while a trace runs the user's function (scipy.fft on plain arrays never meets it). The
+# facade names them by the library (``plug_in``); every trace enters their ``tracing()`` contexts
+# once that library is imported (``plugged_in``), importing them the first time.
+PLUGINS: dict[str, tuple[str, ...]] = {}     # library module -> modules with a tracing() context
+
+
+def plug_in(library: str, *modules: str) -> None:
+    """Register ``modules`` (dotted names, each with a ``tracing()`` context manager) for the
+    traces that run while ``library`` is imported."""
+    PLUGINS[library] = PLUGINS.get(library, ()) + modules
+
+
+@contextlib.contextmanager
+def plugged_in():
+    """The ``tracing()`` contexts of the plugins whose library is imported, entered together."""
+    with contextlib.ExitStack() as stack:
+        for library, modules in PLUGINS.items():
+            if library in sys.modules:
+                for module in modules:
+                    stack.enter_context(importlib.import_module(module).tracing())
+        yield

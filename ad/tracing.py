@@ -14,6 +14,7 @@ import numpy as np
 
 from . import pytree
 from .errors import unwrapping_numpy
+from .primitives import plugged_in
 from .scopes import renumbered
 from .tape import Lit, Tape, gc_paused
 from .tracer import Recorder, Tracer
@@ -64,7 +65,7 @@ def trace_call(f, args: tuple, argnums=None, rec: Recorder | None = None) -> Tap
             if t and x.aval.is_float and (differentiated is None or i in differentiated))
         rec.follow_calls(sys._getframe())      # scopes: the calls below this frame's call of f
         try:
-            with unwrapping_numpy():
+            with unwrapping_numpy(), plugged_in():     # scipy.fft's backend (ad.primitives.plug_in)
                 out = f(*pytree.unflatten(in_tree.structure, leaves))
         finally:
             renamed = rec.stop_following()     # the user's frames are let go
