@@ -3,7 +3,12 @@ they differentiate through the ``max`` that keeps them stable (a tie split, a su
 whose contributions cancel exactly: 23-32 equations against 7-12) and an all ``-inf`` slice
 gives nan. The rules use ``d softmax = y * (dy - <dy, y>)`` on the forward output, and the
 log-domain ones reuse the forward's ``exp`` (one ``exp`` per call, forward and backward
-together). logsigmoid is a composition (``-logaddexp(0, -x)`` is already stable)."""
+together). An all ``-inf`` slice (a fully masked row) has a nan (softmax, log_softmax) or ``-inf``
+(logsumexp) output and a finite gradient, so a caller that replaces the row (attention's fully
+masked rows are 0) differentiates to 0 there, as finite differences do: softmax's rule sends 0 to
+every ``-inf`` input (a finite step leaves it at ``-inf``; its ``y`` is nan on such a row, a
+``where`` that costs its pullback a third more), the log-domain rules divide by a total of 1 there
+(a row-sized ``where``). logsigmoid is a composition (``-logaddexp(0, -x)`` is already stable)."""
 from __future__ import annotations
 
 import numpy as np
@@ -24,6 +29,11 @@ def _shifted_exp(x, axis):
     s = x - shift
     e = np.exp(s)
     return shift, s, e, np.sum(e, axis=axis, keepdims=True)
+
+
+def _nonzero(total):
+    """The sum of exps with 1 for an all ``-inf`` slice's 0: ``e / total`` is then 0, not nan."""
+    return np.where(total == 0, 1, total)
 
 
 def _softmax(x, axis):
@@ -58,14 +68,15 @@ for _prim in (softmax_p, log_softmax_p, logsumexp_p):
 @rrule(softmax_p)
 def _softmax_rule(x, axis):
     y = softmax_p.bind(x, axis=axis)
-    return y, lambda dy: (y * (dy - np.sum(dy * y, axis=axis, keepdims=True)),)
+    return y, lambda dy: (np.where(x == -np.inf, 0, y * (dy - np.sum(dy * y, axis=axis, keepdims=True))),)
 
 
 @rrule(log_softmax_p)
 def _log_softmax_rule(x, axis):
     _, s, e, total = _shifted_exp(x, axis)
     y = s - np.log(total)
-    return y, lambda dy: (dy - (e / total) * np.sum(dy, axis=axis, keepdims=True),)
+    p = e / _nonzero(total)
+    return y, lambda dy: (dy - p * np.sum(dy, axis=axis, keepdims=True),)
 
 
 @rrule(logsumexp_p)
@@ -73,7 +84,8 @@ def _logsumexp_rule(x, axis, keepdims):
     shift, _, e, total = _shifted_exp(x, axis)
     y = np.log(total) + shift
     y = y if keepdims else np.squeeze(y, axis=axis)
-    return y, lambda dy: (expand_to(dy, x.shape, axis, keepdims) * (e / total),)
+    p = e / _nonzero(total)
+    return y, lambda dy: (expand_to(dy, x.shape, axis, keepdims) * p,)
 
 
 @binds(softmax_p)

@@ -47,6 +47,42 @@ def test_softmax_family_with_infinities():
     np.testing.assert_allclose(nn.log_softmax(x[2:]), F.log_softmax(torch.tensor(x[2:]), -1).numpy())
 
 
+@pytest.mark.parametrize("f", [nn.softmax, nn.log_softmax, lambda z: nn.logsumexp(z, keepdims=True)],
+                         ids=["softmax", "log_softmax", "logsumexp"])
+def test_softmax_family_fully_masked_rows_differentiate_to_zero(f):
+    """A fully masked row (every entry -inf, as attention makes it) whose outputs the caller
+    replaces by 0, as it does the other non-finite ones: the gradient is finite and equals central
+    differences (0 on that row); on the other rows it is torch's."""
+    rng = np.random.default_rng(0)
+    scores = rng.standard_normal((4, 5))
+    mask = np.ones((4, 5), bool)
+    mask[1] = False                 # fully masked
+    mask[2, :3] = False             # partly masked
+    bias = np.where(mask, 0.0, -np.inf)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        keep = np.isfinite(f(scores + bias))
+    w = rng.standard_normal(keep.shape)
+
+    def loss(s):
+        return np.sum(np.where(keep, f(s + bias), 0) * w)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        g = ad.grad(loss)(scores)
+        fd = np.zeros_like(scores)
+        for i in np.ndindex(scores.shape):
+            e = np.zeros_like(scores)
+            e[i] = 1e-6
+            fd[i] = (loss(scores + e) - loss(scores - e)) / 2e-6
+    assert np.all(np.isfinite(g)) and np.all(g[1] == 0)
+    np.testing.assert_allclose(g, fd, atol=1e-8)
+    live = [0, 2, 3]
+    ts = torch.tensor(scores[live], requires_grad=True)
+    torch_f = {nn.softmax: F.softmax, nn.log_softmax: F.log_softmax}.get(
+        f, lambda z, dim: torch.logsumexp(z, dim, keepdim=True))
+    y = torch_f(ts + torch.tensor(bias[live]), -1)
+    torch.where(torch.tensor(keep[live]), y, 0).mul(torch.tensor(w[live])).sum().backward()
+    np.testing.assert_allclose(g[live], ts.grad.numpy(), rtol=1e-13, atol=1e-15)
+
+
 @pytest.mark.parametrize("window,kw", [(2, {}), (3, {"stride": 1, "padding": 1})])
 def test_max_pool_ties_route_to_the_first_maximum_like_pytorch(window, kw):
     rng = np.random.default_rng(0)

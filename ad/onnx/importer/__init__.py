@@ -8,16 +8,20 @@ initializers as named parameters (for ``ad.grad_tape(..., argnums=...)``).
 
 Values that do not depend on the model's inputs are plain numpy arrays while the graph runs, so
 shape arithmetic (``Shape -> Gather -> Concat -> Reshape``) is computed at import and the tape
-holds the computation only. Each equation's ``source`` is its node, ``"Conv (resnet/conv1)"``.
+holds the computation only; an integer operand that does depend on them (a shape given as a
+graph input, a Loop's trip count, an If's condition) is read in each call and recorded as a guard.
+Each equation's ``source`` is its node, ``"Conv (resnet/conv1)"``.
 
 Loading only parses protobuf (``onnx.load`` without external data, which is then read here from
 files inside the model's folder); nothing from the file is executed. Whatever is not understood
-(an op, an attribute, a dtype, a data-dependent shape, a cycle, an absurd size) is refused with
+(an op, an attribute, a dtype, NonZero on computed values, a cycle, an absurd size) is refused with
 an ``OnnxImportError`` naming the node.
 
-The modules, bottom first: ``load`` (limits, dtypes, tensors, parsing), ``nodes`` (``Node``,
+The modules, bottom first: ``files`` (limits, dtypes, tensors, parsing), ``nodes`` (``Node``,
 ``OPS`` and ``@op``), the declarations (``ops_elementwise``, ``control_flow``, ``ops_tensor``,
-``ops_resample``, ``ops_nn``, ``recurrent``), and ``program`` (``OnnxProgram``, ``from_onnx``).
+``ops_resample``, ``ops_nn``, ``ops_losses``, ``ops_signal``, ``ops_vision``, ``recurrent``), and
+``program`` (``OnnxProgram``, ``from_onnx``). An op's output over the size limit (``MAX_ELEMENTS``,
+``max_elements=``) is refused before it is allocated when its operands decide its size.
 """
 from __future__ import annotations
 

@@ -10,7 +10,9 @@ import numpy as np
 import onnx
 from onnx import TensorProto, numpy_helper
 
-MAX_ELEMENTS = 1 << 28       # per tensor: 2 GiB of float64
+#: the largest tensor accepted, by default: 2**31 elements and 4 bytes an element (8 GiB), so
+#: 2**30 of float64; ``max_elements=`` of ``from_onnx`` raises both
+MAX_ELEMENTS = 1 << 31
 MAX_RANK = 32
 MAX_FILE_BYTES = 1 << 32
 
@@ -33,23 +35,49 @@ def dtype_of(code: int, where: str) -> np.dtype:
     return np.dtype(DTYPES[code])
 
 
-def check_shape(shape, where: str):
+def check_shape(shape, where: str, dtype=None, max_elements: int = MAX_ELEMENTS):
+    """``shape`` as ints, refused (naming ``where`` and the size) if a dimension is negative, the
+    rank is over ``MAX_RANK``, or it holds more than ``max_elements`` elements or, of ``dtype``,
+    more than ``4 * max_elements`` bytes: checked before anything of that size is allocated."""
     shape = tuple(int(d) for d in shape)
-    if len(shape) > MAX_RANK or any(d < 0 for d in shape) or math.prod(shape) > MAX_ELEMENTS:
-        raise OnnxImportError(f"{where}: shape {shape} is refused (negative, rank > {MAX_RANK}, or more "
-                              f"than {MAX_ELEMENTS} elements)")
+    if len(shape) > MAX_RANK or any(d < 0 for d in shape):
+        raise OnnxImportError(f"{where}: shape {shape} is refused (a negative dimension or rank > {MAX_RANK})")
+    size = math.prod(shape)
+    nbytes = size * (np.dtype(dtype).itemsize if dtype is not None else 0)
+    if size > max_elements or nbytes > 4 * max_elements:
+        of = f" ({_bytes(nbytes)} of {np.dtype(dtype).name})" if dtype is not None else ""
+        raise OnnxImportError(f"{where}: shape {shape} is refused: {size:,} elements{of}, over the limit of "
+                              f"{max_elements:,} elements and {_bytes(4 * max_elements)}; pass max_elements= "
+                              "to ad.from_onnx to raise it")
     return shape
 
 
-def tensor_array(t: TensorProto, where: str) -> np.ndarray:
-    """A TensorProto's value, its dims and dtype checked before anything is allocated."""
+def _bytes(n: int) -> str:
+    unit = max((u for u in range(7) if n >= 1024 ** u), default=0)
+    return f"{n / 1024 ** unit:.4g} {('bytes', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB', 'EiB')[unit]}"
+
+
+#: where a TensorProto keeps its values when it has no raw_data (the field per element type)
+_FIELDS = {TensorProto.FLOAT: "float_data", TensorProto.DOUBLE: "double_data", TensorProto.INT64: "int64_data",
+           TensorProto.UINT32: "uint64_data", TensorProto.UINT64: "uint64_data"}
+
+
+def tensor_array(t: TensorProto, where: str, max_elements: int = MAX_ELEMENTS) -> np.ndarray:
+    """A TensorProto's value, its dims, dtype and the amount of data it holds checked against
+    each other before anything is allocated."""
     where = f"{where} {t.name!r}".rstrip()
     dtype = dtype_of(t.data_type, where)
-    shape = check_shape(t.dims, where)
+    shape = check_shape(t.dims, where, dtype, max_elements)
     if t.data_location == TensorProto.EXTERNAL:
         raise OnnxImportError(f"{where}: external data was not loaded (load the model from its path)")
-    if t.HasField("raw_data") and len(t.raw_data) != math.prod(shape) * dtype.itemsize:
-        raise OnnxImportError(f"{where}: raw_data holds {len(t.raw_data)} bytes for shape {shape} of {dtype}")
+    if t.HasField("raw_data"):
+        if len(t.raw_data) != math.prod(shape) * dtype.itemsize:
+            raise OnnxImportError(f"{where}: raw_data holds {len(t.raw_data)} bytes for shape {shape} of {dtype}")
+    else:
+        field = _FIELDS.get(t.data_type, "int32_data")
+        if len(getattr(t, field)) != math.prod(shape):
+            raise OnnxImportError(f"{where}: {field} holds {len(getattr(t, field))} values for shape {shape} "
+                                  f"({math.prod(shape)} elements)")
     try:
         return np.asarray(numpy_helper.to_array(t), dtype=dtype)
     except Exception as exc:
@@ -58,9 +86,9 @@ def tensor_array(t: TensorProto, where: str) -> np.ndarray:
 
 # -- loading --------------------------------------------------------------------------------
 
-def load(model_or_path) -> onnx.ModelProto:
+def load(model_or_path, max_elements: int = MAX_ELEMENTS) -> onnx.ModelProto:
     """Parse a model (a path, bytes or a ModelProto) without running anything from it; external
-    data is read only from files inside the model's folder."""
+    data is read only from files inside the model's folder, each tensor's size checked first."""
     if isinstance(model_or_path, onnx.ModelProto):
         return model_or_path
     if isinstance(model_or_path, (bytes, bytearray)):
@@ -71,7 +99,7 @@ def load(model_or_path) -> onnx.ModelProto:
         raise OnnxImportError(f"{path}: {size} bytes is more than the {MAX_FILE_BYTES} accepted")
     with open(path, "rb") as f:
         model = _parse(f.read(), path)
-    _load_external(model, os.path.dirname(os.path.abspath(path)), path)
+    _load_external(model, os.path.dirname(os.path.abspath(path)), path, max_elements)
     return model
 
 
@@ -86,7 +114,7 @@ def _parse(data: bytes, where: str) -> onnx.ModelProto:
     return model
 
 
-def _load_external(model: onnx.ModelProto, folder: str, where: str):
+def _load_external(model: onnx.ModelProto, folder: str, where: str, max_elements: int):
     for t in model.graph.initializer:
         if t.data_location != TensorProto.EXTERNAL:
             continue
@@ -100,7 +128,7 @@ def _load_external(model: onnx.ModelProto, folder: str, where: str):
         if not os.path.isfile(full):
             raise OnnxImportError(f"{name}: external data file {location!r} does not exist")
         dtype = dtype_of(t.data_type, name)
-        nbytes = math.prod(check_shape(t.dims, name)) * dtype.itemsize
+        nbytes = math.prod(check_shape(t.dims, name, dtype, max_elements)) * dtype.itemsize
         offset, length = int(info.get("offset", 0)), int(info.get("length", nbytes))
         if length != nbytes or offset < 0 or offset + length > os.path.getsize(full):
             raise OnnxImportError(f"{name}: external data (offset {offset}, length {length}) does not fit "

@@ -7,8 +7,8 @@ import numpy as np
 import onnx
 from onnx import AttributeProto
 
-from ...tracer import Tracer
-from .files import OnnxImportError, check_shape, tensor_array
+from ...errors import ConcretizationError
+from .files import MAX_ELEMENTS, OnnxImportError, check_shape, tensor_array
 
 _REQUIRED = object()
 
@@ -17,10 +17,10 @@ class Node:
     """One node while it runs: its attributes (each read is recorded: attributes no op reads are
     refused, never dropped), the opset of its domain, helpers for static operands, and
     ``run_graph(subgraph, bindings)``, which runs a subgraph attribute inline (If's taken branch)
-    in the node's scope."""
+    in the node's scope, and ``max_elements``, the largest output it may make (``check_size``)."""
 
-    def __init__(self, proto: onnx.NodeProto, opset: int, run_graph=None):
-        self.proto, self.opset = proto, opset
+    def __init__(self, proto: onnx.NodeProto, opset: int, run_graph=None, max_elements: int = MAX_ELEMENTS):
+        self.proto, self.opset, self.max_elements = proto, opset, max_elements
         self.op_type, self.domain = proto.op_type, proto.domain or ""
         self.name = proto.name or (proto.output[0] if proto.output else "")
         self.attrs = {a.name: a for a in proto.attribute}
@@ -66,26 +66,31 @@ class Node:
         if kind == AttributeProto.STRINGS:
             return tuple(v.decode() for v in a.strings)
         if kind == AttributeProto.TENSOR:
-            return tensor_array(a.t, f"node {self.name!r} attribute {a.name!r}")
+            return tensor_array(a.t, f"node {self.name!r} attribute {a.name!r}", self.max_elements)
         if kind == AttributeProto.GRAPH:       # only for ops declaring it (checked at import)
             return a.g
         raise self.error(f"attribute {a.name!r} of type {AttributeProto.AttributeType.Name(kind)} is not "
                          "supported (subgraphs, sparse tensors and types are refused)")
 
     def static(self, x, what: str) -> np.ndarray:
-        """A value the op needs at import (a shape, axes, pads): refused if it depends on the inputs."""
-        if isinstance(x, Tracer):
-            raise self.error(f"its {what} depends on the model's inputs or parameters (float initializers); "
-                             "only static values are supported here (pass inputs= with concrete shapes, "
-                             "or fold the model first)")
-        return np.asarray(x)
+        """A value the op needs while it is traced (a shape, axes, pads, a count): a constant, or
+        the value a traced one has in this call, recorded as a guard (``guard %3 [2,3]``), so a
+        call that gives another value traces again (``ad.grad`` does; a tape raises GuardError).
+        A value being differentiated is refused: reading it would drop its gradient."""
+        try:
+            return np.asarray(x)
+        except ConcretizationError:      # not chained: ad.trace would report the cause alone
+            raise self.error(f"its {what} is read while tracing (it decides a shape, a count or an index), so it "
+                             "cannot be differentiated: differentiate with respect to the other inputs") from None
 
     def ints(self, x, what: str) -> tuple[int, ...]:
         return tuple(int(v) for v in self.static(x, what).reshape(-1))
 
-    def check_size(self, shape, what: str):
+    def check_size(self, shape, what: str, dtype=None):
+        """``shape`` as ints, refused naming the node if it is over the size limit: called with
+        the shape an op is about to make, before it allocates it."""
         try:
-            return check_shape(shape, f"node {self.name!r} ({self.op_type}) {what}")
+            return check_shape(shape, what, dtype, self.max_elements)
         except OnnxImportError as exc:
             raise self.error(str(exc)) from None
 
@@ -102,7 +107,7 @@ def name_scope(name: str) -> tuple:
 #: (domain, op_type) -> fn(node, *inputs) returning one value or a tuple (missing optional
 #: inputs are None); ``since`` is the first opset the declaration covers, ``subgraphs`` the
 #: attributes holding subgraphs it runs (any other subgraph attribute is refused at import),
-#: ``static`` the positions of inputs it needs at import (a float initializer read only there,
+#: ``static`` the positions of inputs it reads while tracing (a float initializer read only there,
 #: such as Resize's scales, is a constant, not a parameter).
 OPS: dict[tuple[str, str], "OpDecl"] = {}
 

@@ -15,8 +15,15 @@ def _unary(f):
     return lambda n, x: f(x)
 
 
+def _broadcast(n, *xs):
+    """The operands, once their broadcast result is known to fit the size limit (two small
+    operands can broadcast to a huge one: (N, 1) + (1, N))."""
+    n.check_size(np.broadcast_shapes(*map(np.shape, xs)), "output", np.result_type(*xs))
+    return xs
+
+
 def _binary(f):
-    return lambda n, a, b: f(a, b)
+    return lambda n, a, b: f(*_broadcast(n, a, b))
 
 
 def _same_dtype(f):
@@ -70,11 +77,11 @@ def _isinf(n, x):
 
 @op("Where")
 def _where(n, c, x, y):
-    return np.where(c, x, y)
+    return np.where(*_broadcast(n, c, x, y))
 
 
 def _variadic(f):
-    return lambda n, *xs: functools.reduce(f, xs)
+    return lambda n, *xs: functools.reduce(f, _broadcast(n, *xs))
 
 
 declare({"Min": np.minimum, "Max": np.maximum, "Sum": np.add}, _variadic)
@@ -99,20 +106,18 @@ def _prelu(n, x, slope):
 
 @op("Elu")
 def _elu(n, x):
-    return np.where(x > 0, x, const(n.attr("alpha", 1.0), x) * np.expm1(np.minimum(x, 0)))
+    return nn.elu(x, const(n.attr("alpha", 1.0), x))
 
 
 @op("Selu")
 def _selu(n, x):
     alpha = const(n.attr("alpha", 1.67326319217681884765625), x)
-    gamma = const(n.attr("gamma", 1.05070102214813232421875), x)
-    return gamma * np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0)))
+    return const(n.attr("gamma", 1.05070102214813232421875), x) * nn.elu(x, alpha)
 
 
 @op("Celu")
 def _celu(n, x):
-    alpha = const(n.attr("alpha", 1.0), x)
-    return np.maximum(x, 0) + alpha * np.expm1(np.minimum(x, 0) / alpha)
+    return nn.celu(x, const(n.attr("alpha", 1.0), x))
 
 
 @op("ThresholdedRelu")
@@ -134,6 +139,16 @@ def _hard_sigmoid(n, x):
 @op("HardSwish")
 def _hard_swish(n, x):
     return x * np.clip(x / const(6, x) + const(0.5, x), const(0, x), const(1, x))
+
+
+@op("Swish", since=24)
+def _swish(n, x):
+    return x * nn.sigmoid(const(n.attr("alpha", 1.0), x) * x)
+
+
+@op("SwiGLU", since=28)
+def _swiglu(n, a, b):
+    return a * nn.sigmoid(const(n.attr("alpha", 1.0), a) * a) * b
 
 
 @op("Mish")

@@ -2,6 +2,8 @@
 layout ops of vision models."""
 from __future__ import annotations
 
+import functools
+import itertools
 import math
 
 import numpy as np
@@ -43,6 +45,14 @@ def _window(n, x, w=None):
     return kernel, stride, dilation
 
 
+def _check_padded(n, x, pads, extra=None):
+    """Refuse, before anything is allocated, an input padded beyond the size limit (huge
+    ``pads`` on a small image)."""
+    extra = extra or (0,) * len(pads)
+    n.check_size(np.shape(x)[:2] + tuple(s + lo + hi + e for s, (lo, hi), e in zip(np.shape(x)[2:], pads, extra)),
+                 "padded input", np.result_type(x))
+
+
 def _channel(v, ndim):
     return np.reshape(v, (-1,) + (1,) * (ndim - 2))
 
@@ -51,6 +61,7 @@ def _channel(v, ndim):
 def _conv(n, x, w, b=None):
     kernel, stride, dilation = _window(n, x, w)
     pads = _pads(n, np.shape(x)[2:], kernel, stride, dilation)
+    _check_padded(n, x, pads)
     y = nn.conv(x, w, stride=stride, padding=pads, dilation=dilation, groups=n.attr("group", 1))
     return y if b is None else y + _channel(b, np.ndim(y))
 
@@ -77,6 +88,9 @@ def _conv_transpose(n, x, w, b=None):
         pads = tuple((t // 2, t - t // 2) if upper else (t - t // 2, t // 2) for t in totals)
     else:
         pads = _pads(n, np.shape(x)[2:], kernel, stride, dilation)
+    n.check_size((np.shape(x)[0], np.shape(w)[1] * n.attr("group", 1)) + tuple(
+        s * (i - 1) + e + (k - 1) * d + 1 for i, s, e, k, d in zip(np.shape(x)[2:], stride, extra, kernel, dilation)),
+        "output (before cropping the pads)", np.result_type(x))
     y = nn.conv_transpose(x, w, stride=stride, padding=pads, output_padding=tuple(extra), dilation=dilation,
                           groups=n.attr("group", 1))
     return y if b is None else y + _channel(b, np.ndim(y))
@@ -94,17 +108,67 @@ def _pool_geometry(n, x):
         if ceil and (out - 1) * s >= size + lo:
             out -= 1
         extra.append(max(0, (out - 1) * s + (k - 1) * d + 1 - (size + lo + hi)))
+    _check_padded(n, x, pads, extra)
     return kernel, stride, dilation, pads, tuple(extra)
 
 
 @op("MaxPool")
 def _max_pool(n, x):
-    if len(n.proto.output) > 1 and n.proto.output[1]:
-        raise n.error("the Indices output of MaxPool is not supported")
-    n.attr("storage_order", 0)      # only affects the Indices output
+    """The maximum of each window; with a second output, where it is: its index in the
+    flattened input (spatial axes row-major, or column-major with ``storage_order=1``), the
+    first maximum of the window as ONNX scans it."""
     kernel, stride, dilation, pads, extra = _pool_geometry(n, x)
     padding = tuple((lo, hi + e) for (lo, hi), e in zip(pads, extra))
-    return max_pool_p.bind(x, window=kernel, stride=stride, padding=padding, dilation=dilation)
+    y = max_pool_p.bind(x, window=kernel, stride=stride, padding=padding, dilation=dilation)
+    column_major = n.attr("storage_order", 0)
+    if len(n.proto.output) < 2 or not n.proto.output[1]:
+        return y
+    dt = np.result_type(x)
+    low = -np.inf if dt.kind == "f" else np.iinfo(dt).min
+    padded = np.pad(x, ((0, 0), (0, 0)) + padding, constant_values=low)
+    out = np.shape(y)[2:]
+    offsets = list(itertools.product(*map(range, kernel)))
+    windows = np.stack([padded[(..., *(slice(k * d, k * d + s * (o - 1) + 1, s)
+                                       for k, d, s, o in zip(offset, dilation, stride, out)))]
+                        for offset in offsets])
+    best = np.argmax(windows, axis=0)                     # the first maximum, in the window's row-major order
+    spatial = np.shape(x)[2:]
+    index = np.reshape(np.arange(math.prod(np.shape(x)[:2])) * math.prod(spatial), np.shape(x)[:2] + (1,) * len(out))
+    for a, (k, d, s, (lo, _)) in enumerate(zip(kernel, dilation, stride, padding)):
+        tap = (best // math.prod(kernel[a + 1:])) % k
+        coord = tap * d + np.reshape(np.arange(out[a]) * s - lo, (-1,) + (1,) * (len(out) - 1 - a))
+        step = math.prod(spatial[:a]) if column_major else math.prod(spatial[a + 1:])
+        index = index + coord * step
+    return y, index.astype(np.int64)
+
+
+@op("MaxUnpool")
+def _max_unpool(n, x, indices, output_shape=None):
+    """MaxPool's values written back where its indices say (into the shape the pooling came
+    from), zeros elsewhere; ``output_shape`` pads that shape with zeros at the end."""
+    kernel, stride = n.attr("kernel_shape"), n.attr("strides", (1,) * len(n.attr("kernel_shape")))
+    nd = len(kernel)
+    pads = n.attr("pads", (0,) * (2 * nd))
+    shape = np.shape(x)[:2] + tuple((i - 1) * s + k - pads[a] - pads[a + nd]
+                                    for a, (i, s, k) in enumerate(zip(np.shape(x)[2:], stride, kernel)))
+    padded = shape if output_shape is None else n.ints(output_shape, "output_shape")
+    n.check_size(np.maximum(shape, padded), "output", np.result_type(x))
+    out = np.zeros_like(x, shape=(math.prod(shape),))
+    out[np.reshape(indices, -1)] = np.reshape(x, -1)
+    out = np.reshape(out, shape)
+    return np.pad(out, [(0, max(p - s, 0)) for s, p in zip(shape, padded)]) if padded != shape else out
+
+
+@op("LpPool")
+def _lp_pool(n, x):
+    """``(sum over the window of |x|^p)^(1/p)``: the padding counts as zeros."""
+    p = n.attr("p", 2)
+    kernel, stride, dilation, pads, extra = _pool_geometry(n, x)
+    padding = tuple((lo, hi + e) for (lo, hi), e in zip(pads, extra))
+    powered = np.abs(x) ** const(p, x) if p != 2 else x * x
+    total = mean_pool_p.bind(powered, window=kernel, stride=stride, padding=padding, dilation=dilation)
+    total = total * const(math.prod(kernel), total)
+    return np.sqrt(total) if p == 2 else total ** const(1 / p, total)
 
 
 @op("AveragePool")
@@ -188,6 +252,37 @@ def _group_norm(n, x, scale, bias):
     return y * _channel(scale, len(shape)) + _channel(bias, len(shape))
 
 
+@op("LRN")
+def _lrn(n, x):
+    """Local response normalization across channels: ``x / (bias + alpha / size * sum of x**2
+    over the ``size`` neighbouring channels) ** beta``."""
+    size = n.attr("size")
+    alpha, beta, bias = n.attr("alpha", 1e-4), n.attr("beta", 0.75), n.attr("bias", 1.0)
+    channels = np.shape(x)[1]
+    lo = (size - 1) // 2
+    square = np.pad(x * x, ((0, 0), (lo, size - 1 - lo)) + ((0, 0),) * (np.ndim(x) - 2))
+    total = functools.reduce(np.add, [square[:, k:k + channels] for k in range(size)])
+    return x / (const(bias, x) + const(alpha / size, x) * total) ** const(beta, x)
+
+
+@op("MeanVarianceNormalization")
+def _mean_variance_norm(n, x):
+    """``(x - mean) / (std + 1e-9)`` over ``axes``, as ONNX's function body computes it."""
+    axes = tuple(resolve_axis(a, np.ndim(x)) for a in n.attr("axes", (0, 2, 3)))
+    mean = np.mean(x, axis=axes, keepdims=True)
+    std = np.sqrt(np.mean(x * x, axis=axes, keepdims=True) - mean * mean)
+    return (x - mean) / (std + const(1e-9, x))
+
+
+@op("RMSNormalization", since=23)
+def _rms_norm(n, x, scale):
+    """``x / sqrt(mean(x**2) + epsilon) * scale`` over the axes from ``axis`` on."""
+    axes = tuple(range(resolve_axis(n.attr("axis", -1), np.ndim(x)), np.ndim(x)))
+    n.attr("stash_type", 1)
+    eps = const(n.attr("epsilon", 1e-5), x)
+    return x / np.sqrt(np.mean(x * x, axis=axes, keepdims=True) + eps) * scale
+
+
 @op("LpNormalization")
 def _lp_norm(n, x):
     axis, p = n.attr("axis", -1), n.attr("p", 2)
@@ -236,6 +331,7 @@ def _one_hot(n, indices, depth, values):
     axis = n.attr("axis", -1)
     idx = n.static(indices, "indices").astype(np.int64)
     idx = np.where(idx < 0, idx + depth, idx)
+    n.check_size(idx.shape + (depth,), "output", np.result_type(values))
     hot = np.expand_dims(idx, -1) == np.arange(depth)
     hot = np.moveaxis(hot, -1, resolve_axis(axis, np.ndim(idx) + 1))
     return np.where(hot, values[1], values[0])
@@ -265,11 +361,11 @@ def _heads(x, heads, n, what):
 
 @op("Attention")
 def _attention(n, q, k, v, mask=None, past_k=None, past_v=None, nonpad_kv_seqlen=None):
-    """Scaled dot-product attention (opset 23): 3-D or 4-D inputs, grouped key/value heads, a
-    boolean or additive mask, ``is_causal`` (aligned bottom-right when a past is given), a past
-    key/value cache, ``softcap``. Fully masked rows give 0, as ONNX defines."""
-    if nonpad_kv_seqlen is not None:
-        raise n.error("the nonpad_kv_seqlen input (an external KV cache) is not supported")
+    """Scaled dot-product attention (opsets 23-25): 3-D or 4-D inputs, grouped key/value heads, a
+    boolean or additive mask, ``is_causal`` and sliding windows (``left_window_size``,
+    ``right_window_size``) aligned bottom-right after a past cache or an external one
+    (``nonpad_kv_seqlen``: the valid keys per batch entry), ``softcap``, ``softmax_precision``.
+    Fully masked rows give 0, as ONNX defines."""
     rank = np.ndim(q)
     q = _heads(q, n.attr("q_num_heads", None), n, "Q")
     kv_heads = n.attr("kv_num_heads", None)
@@ -279,26 +375,16 @@ def _attention(n, q, k, v, mask=None, past_k=None, past_v=None, nonpad_kv_seqlen
         raise n.error(f"qk_matmul_output_mode={mode}")
     dt = np.result_type(q)
     precision = n.attr("softmax_precision", None)
-    if precision is not None and dtype_of(precision, f"node {n.name!r}") != dt:
-        raise n.error("softmax_precision other than the inputs' type is not supported")
+    precision = dt if precision is None else dtype_of(precision, f"node {n.name!r} softmax_precision")
     scale = n.attr("scale", None)
     scale = 1 / math.sqrt(np.shape(q)[-1]) if scale is None else scale
+    if past_k is not None and nonpad_kv_seqlen is not None:
+        raise n.error("nonpad_kv_seqlen (an external cache) and past_key (an internal one) cannot be combined")
     if past_k is not None:
         k, v = np.concatenate([past_k, k], axis=2), np.concatenate([past_v, v], axis=2)
     present_k, present_v = k, v
-    sq, skv = np.shape(q)[2], np.shape(k)[2]
-    bias = None
-    if mask is not None:
-        if np.shape(mask)[-1] < skv:
-            fill = False if np.result_type(mask) == np.bool_ else -np.inf
-            mask = np.pad(mask, [(0, 0)] * (np.ndim(mask) - 1) + [(0, skv - np.shape(mask)[-1])],
-                          constant_values=fill)
-        bias = np.where(mask, const(0, q), const(-np.inf, q)) if np.result_type(mask) == np.bool_ else mask
-    if n.attr("is_causal", 0):
-        offset = 0 if past_k is None else np.shape(past_k)[2]
-        allowed = np.arange(skv)[None, :] <= np.arange(sq)[:, None] + offset
-        causal = np.where(allowed, const(0, q), const(-np.inf, q))
-        bias = causal if bias is None else bias + causal
+    n.check_size(np.shape(q)[:3] + np.shape(k)[2:3], "scores", dt)
+    bias = _attention_bias(n, q, k, mask, past_k, nonpad_kv_seqlen)
     hq, hk = np.shape(q)[1], np.shape(k)[1]
     if hq != hk:
         if hq % hk:
@@ -312,17 +398,83 @@ def _attention(n, q, k, v, mask=None, past_k=None, past_v=None, nonpad_kv_seqlen
     qk = scores                               # modes 0 and 1: the (soft-capped) scaled product
     if bias is not None:
         scores = scores + bias
-    weights = nn.softmax(scores, axis=-1)
-    if bias is not None:
-        dead = np.isinf(np.max(bias, axis=-1, keepdims=True))
-        if isinstance(dead, Tracer) or np.any(dead):
-            weights = np.where(dead, const(0, weights), weights)
+    logits = scores.astype(precision) if precision != dt else scores
+    dead = None if bias is None else np.isinf(np.max(bias, axis=-1, keepdims=True))
+    if dead is not None and (isinstance(dead, Tracer) or np.any(dead)):
+        # a fully masked row: its softmax input kept finite (no nan, forward or backward), its weights 0
+        zero = const(0, logits)
+        weights = np.where(dead, zero, nn.softmax(np.where(dead, zero, logits), axis=-1))
+    else:
+        weights = nn.softmax(logits, axis=-1)
+    weights = weights.astype(dt) if precision != dt else weights
     qk = {2: scores, 3: weights}.get(mode, qk)
-    y = (weights @ v).astype(dt) if np.result_type(weights) != dt else weights @ v
+    y = weights @ v
     if rank == 3:
         b, h, s, d = np.shape(y)
         y = np.reshape(np.transpose(y, (0, 2, 1, 3)), (b, s, h * d))
     return y, present_k, present_v, qk
+
+
+def _attention_bias(n, q, k, mask, past_k, nonpad):
+    """The additive bias (0 or -inf where masked) of the mask, the causal and sliding-window
+    masks (a query at position ``i + offset`` sees keys ``j <= i + offset``, and those within
+    the windows; ``offset`` the past cache's length, or per batch entry the valid keys of an
+    external cache less the queries) and the external cache's padding; None if none applies."""
+    sq, skv = np.shape(q)[2], np.shape(k)[2]
+    zero, low = const(0, q), const(-np.inf, q)
+    bias = None
+    if mask is not None:
+        if np.shape(mask)[-1] < skv:
+            fill = False if np.result_type(mask) == np.bool_ else -np.inf
+            mask = np.pad(mask, [(0, 0)] * (np.ndim(mask) - 1) + [(0, skv - np.shape(mask)[-1])],
+                          constant_values=fill)
+        bias = np.where(mask, zero, low) if np.result_type(mask) == np.bool_ else mask
+    left, right = n.attr("left_window_size", -1), n.attr("right_window_size", -1)
+    if nonpad is not None:
+        valid = np.reshape(nonpad, (-1, 1, 1, 1))
+        position = np.arange(sq)[:, None] + (valid - sq)         # (B, 1, q, 1)
+    else:
+        position = np.arange(sq)[:, None] + (0 if past_k is None else np.shape(past_k)[2])
+    key = np.arange(skv)[None, :]
+    allowed = [key <= position] if n.attr("is_causal", 0) else []
+    if left >= 0:
+        allowed.append(position - key <= left)
+    if right >= 0:
+        allowed.append(key - position <= right)
+    if nonpad is not None:
+        allowed.append(key < valid)
+    if allowed:
+        extra = np.where(functools.reduce(np.logical_and, allowed), zero, low)
+        bias = extra if bias is None else bias + extra
+    return bias
+
+
+@op("RotaryEmbedding", since=23)
+def _rotary_embedding(n, x, cos, sin, position_ids=None):
+    """Rotary position embedding: pairs of features (the two halves, or neighbours with
+    ``interleaved``) rotated by each position's cached angle; features past
+    ``rotary_embedding_dim`` pass unchanged. 4-D inputs are (B, H, S, D), 3-D ones (B, S, H*D)."""
+    interleaved, dim, heads = n.attr("interleaved", 0), n.attr("rotary_embedding_dim", 0), n.attr("num_heads", 0)
+    shape = np.shape(x)
+    if np.ndim(x) == 4:
+        h = np.transpose(x, (0, 2, 1, 3))
+    elif heads:
+        h = np.reshape(x, shape[:2] + (heads, shape[2] // heads))
+    else:
+        raise n.error("a 3-D input needs the attribute num_heads")
+    dim = dim or np.shape(h)[-1]
+    if position_ids is not None:
+        cos, sin = np.take(cos, position_ids, axis=0), np.take(sin, position_ids, axis=0)
+    cos, sin = np.expand_dims(cos, 2), np.expand_dims(sin, 2)          # (B, S, 1, dim / 2)
+    turned = h[..., :dim]
+    a, b = (turned[..., 0::2], turned[..., 1::2]) if interleaved else (turned[..., :dim // 2], turned[..., dim // 2:])
+    real, imag = cos * a - sin * b, sin * a + cos * b
+    if interleaved:
+        turned = np.reshape(np.stack([real, imag], -1), np.shape(turned))
+    else:
+        turned = np.concatenate([real, imag], -1)
+    y = np.concatenate([turned, h[..., dim:]], axis=-1)
+    return np.reshape(y, shape) if np.ndim(x) == 3 else np.transpose(y, (0, 2, 1, 3))
 
 
 def _softmax(f):
@@ -337,5 +489,14 @@ def _softmax(f):
     return run
 
 
+def _hardmax(x, axis):
+    """1 at the first maximum along ``axis``, 0 elsewhere."""
+    shape = [1] * np.ndim(x)
+    shape[axis] = -1
+    hot = np.reshape(np.arange(np.shape(x)[axis]), shape) == np.argmax(x, axis=axis, keepdims=True)
+    return hot.astype(np.result_type(x))
+
+
 op("Softmax")(_softmax(nn.softmax))
 op("LogSoftmax")(_softmax(nn.log_softmax))
+op("Hardmax")(_softmax(_hardmax))

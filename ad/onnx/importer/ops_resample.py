@@ -13,7 +13,7 @@ def _triangle(d):
     return np.maximum(1 - np.abs(d), 0.0)
 
 
-def _keys_cubic(a: float):
+def keys_cubic(a: float):
     """Keys' cubic convolution kernel with coefficient ``a`` (ONNX's ``cubic_coeff_a``)."""
     def kernel(d):
         d = np.abs(d)
@@ -55,7 +55,7 @@ def _resize_taps(n, mode: str, coords, n_in: int, scale: float, options: dict):
     if mode == "linear":
         kernel, support = _triangle, 1
     else:
-        kernel, support = _keys_cubic(options["cubic_coeff_a"]), 2
+        kernel, support = keys_cubic(options["cubic_coeff_a"]), 2
     stretch = 1 / scale if options["antialias"] and scale < 1 else 1.0
     first = np.floor(coords - support * stretch) + 1
     pos = first[:, None] + np.arange(int(np.ceil(2 * support * stretch)) + 1)
@@ -123,7 +123,7 @@ def _resize(n, x, *operands):
         if any(r <= 0 for r in ratios):
             raise n.error(f"scales {tuple(ratios)} must be positive")
         sizes = [int(np.floor(shape[a] * r)) for a, r in zip(axes, ratios)]
-    n.check_size(tuple(dict(zip(axes, sizes)).get(a, d) for a, d in enumerate(shape)), "output")
+    n.check_size(tuple(dict(zip(axes, sizes)).get(a, d) for a, d in enumerate(shape)), "output", np.result_type(x))
     dt = np.result_type(x)
     for i, (a, size, scale) in enumerate(zip(axes, sizes, ratios)):
         n_in = shape[a]

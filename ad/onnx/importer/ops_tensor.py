@@ -16,6 +16,9 @@ from .nodes import const, op, resolve_axis
 
 @op("MatMul")
 def _matmul(n, a, b):
+    sa, sb = np.shape(a), np.shape(b)          # refused before it is computed if over the size limit
+    n.check_size(np.broadcast_shapes(sa[:-2], sb[:-2]) + sa[-2:-1] + sb[-1:] * (len(sb) > 1), "output",
+                 np.result_type(a, b))
     return np.matmul(a, b)
 
 
@@ -37,6 +40,11 @@ def _gemm(n, a, b, c=None):
 @op("Einsum")
 def _einsum(n, *xs):
     return np.einsum(n.attr("equation").replace(" ", ""), *xs)
+
+
+@op("Det")
+def _det(n, x):
+    return np.linalg.det(x)
 
 
 # -- reductions ---------------------------------------------------------------------------------
@@ -136,6 +144,22 @@ def _cumsum(n, x, axis):
         y = y.astype(np.result_type(x))
     if exclusive:
         y = y - x
+    return np.flip(y, axis) if reverse else y
+
+
+@op("CumProd", since=26)
+def _cumprod(n, x, axis):
+    """Running products; ``exclusive`` shifts them by one (a 1 first), ``reverse`` runs backwards."""
+    axis = resolve_axis(n.ints(axis, "axis")[0], np.ndim(x))
+    exclusive, reverse = n.attr("exclusive", 0), n.attr("reverse", 0)
+    if reverse:
+        x = np.flip(x, axis)
+    if exclusive:
+        first = np.ones_like(np.take(x, np.arange(min(1, np.shape(x)[axis])), axis=axis))
+        x = np.concatenate([first, np.take(x, np.arange(np.shape(x)[axis] - 1), axis=axis)], axis=axis)
+    y = np.cumprod(x, axis=axis)
+    if np.result_type(y) != np.result_type(x):       # numpy widens small integers
+        y = y.astype(np.result_type(x))
     return np.flip(y, axis) if reverse else y
 
 
@@ -259,15 +283,40 @@ def _gather_elements(n, x, indices):
     return np.take_along_axis(x, indices, axis=axis)
 
 
+@op("Compress", since=9)
+def _compress(n, x, condition):
+    """The slices along ``axis`` (of the flattened input without one) where ``condition`` is
+    true; the condition decides the output's shape, so it is read while tracing."""
+    keep = n.static(condition, "condition").astype(bool).reshape(-1)
+    axis = n.attr("axis", None)
+    if axis is None:
+        x, axis = np.reshape(x, -1), 0
+    axis = resolve_axis(axis, np.ndim(x))
+    return np.take(x, np.nonzero(keep[:np.shape(x)[axis]])[0], axis=axis)
+
+
+@op("ReverseSequence", since=10)
+def _reverse_sequence(n, x, lengths):
+    """Along ``time_axis``, the first ``lengths[b]`` steps of each batch entry reversed."""
+    batch_axis, time_axis = n.attr("batch_axis", 1), n.attr("time_axis", 0)
+    shape = [1] * np.ndim(x)
+    shape[time_axis] = -1
+    t = np.reshape(np.arange(np.shape(x)[time_axis]), shape)
+    shape[time_axis], shape[batch_axis] = 1, -1
+    count = np.reshape(_astype(lengths, np.int64), shape)
+    order = np.broadcast_to(np.where(t < count, count - 1 - t, t), np.shape(x))
+    return np.take_along_axis(x, order, axis=time_axis)
+
+
 @op("ScatterElements", "Scatter")
 def _scatter_elements(n, x, indices, updates):
     axis = resolve_axis(n.attr("axis", 0), np.ndim(x))
     reduction = n.attr("reduction", "none") if n.op_type == "ScatterElements" else "none"
-    idx = n.static(indices, "indices").astype(np.int64)
+    idx = _astype(indices, np.int64)      # data: a traced index array records an indexed write
     idx = np.where(idx < 0, idx + np.shape(x)[axis], idx)
-    grid = list(np.indices(idx.shape, sparse=True))
+    grid = list(np.indices(np.shape(idx), sparse=True))
     grid[axis] = idx
-    return _scatter(n, x, tuple(np.broadcast_to(g, idx.shape) for g in grid), updates, reduction)
+    return _scatter(n, x, tuple(np.broadcast_to(g, np.shape(idx)) for g in grid), updates, reduction)
 
 
 def _scatter(n, x, where, updates, reduction: str):
@@ -279,28 +328,61 @@ def _scatter(n, x, where, updates, reduction: str):
     if reduction == "add":
         np.add.at(out, where, updates)
         return out
-    raise n.error(f"reduction={reduction!r} is not supported (none, add)")
+    combine = {"mul": np.multiply, "max": np.maximum, "min": np.minimum}.get(reduction)
+    if combine is None:
+        raise n.error(f"reduction={reduction!r} is not supported (none, add, mul, max, min)")
+    # the updates of a repeated index combined one after the other: a round per repeat, each
+    # writing at distinct positions (the indices are read while tracing)
+    where = [n.static(w, "indices") for w in np.broadcast_arrays(*where)]
+    flat = np.ravel_multi_index(tuple(w.reshape(-1) for w in where), np.shape(x)[:len(where)])
+    order = np.argsort(flat, kind="stable")
+    repeat = np.empty_like(order)
+    repeat[order] = np.arange(len(flat)) - np.searchsorted(flat[order], flat[order])
+    updates = np.reshape(updates, (len(flat),) + np.shape(updates)[where[0].ndim:])
+    for r in range(int(repeat.max(initial=-1)) + 1):
+        pick = np.nonzero(repeat == r)[0]
+        at = tuple(w.reshape(-1)[pick] for w in where)
+        out[at] = combine(out[at], updates[pick])
+    return out
 
 
 @op("ScatterND")
 def _scatter_nd(n, x, indices, updates):
     reduction = n.attr("reduction", "none")
-    idx = n.static(indices, "indices").astype(np.int64)
-    k = idx.shape[-1]
+    idx = _astype(indices, np.int64)
+    k = np.shape(idx)[-1]
     idx = np.where(idx < 0, idx + np.array(np.shape(x)[:k]), idx)
     return _scatter(n, x, tuple(idx[..., j] for j in range(k)), updates, reduction)
+
+
+@op("TensorScatter", since=24)
+def _tensor_scatter(n, cache, update, write_indices=None):
+    """A key/value cache with ``update`` written along ``axis`` from each batch entry's write
+    index (wrapping around with ``mode="circular"``)."""
+    axis, mode = resolve_axis(n.attr("axis", -2), np.ndim(cache)), n.attr("mode", "linear")
+    if mode not in ("linear", "circular"):
+        raise n.error(f"mode={mode!r} is not supported (linear, circular)")
+    lead = np.shape(update)[:axis + 1]
+    start = np.zeros(lead[0], np.int64) if write_indices is None else _astype(write_indices, np.int64)
+    pos = np.reshape(start, (-1,) + (1,) * axis) + np.arange(lead[axis])
+    if mode == "circular":
+        pos = pos % np.shape(cache)[axis]
+    grid = [np.reshape(np.arange(d), (-1,) + (1,) * (axis - i)) for i, d in enumerate(lead[:axis])]
+    out = np.copy(cache)
+    out[tuple(grid) + (pos,)] = update
+    return out
 
 
 @op("Expand")
 def _expand(n, x, shape):
     shape = np.broadcast_shapes(np.shape(x), n.ints(shape, "shape"))
-    return np.broadcast_to(x, n.check_size(shape, "output"))
+    return np.broadcast_to(x, n.check_size(shape, "output", np.result_type(x)))
 
 
 @op("Tile")
 def _tile(n, x, repeats):
     reps = n.ints(repeats, "repeats")
-    n.check_size(tuple(d * r for d, r in zip(np.shape(x), reps)), "output")
+    n.check_size(tuple(d * r for d, r in zip(np.shape(x), reps)), "output", np.result_type(x))
     return np.tile(x, reps)
 
 
@@ -311,7 +393,7 @@ def _pad(n, x, pads=None, value=None, axes=None):
         pads, value = n.attr("pads"), n.attr("value", 0.0)
     else:
         pads = n.ints(pads, "pads")
-        value = 0 if value is None or np.size(value) == 0 else n.static(value, "constant_value").reshape(-1)[0]
+        value = 0 if value is None or np.size(value) == 0 else np.reshape(value, -1)[0]
     ndim = np.ndim(x)
     axes = range(ndim) if axes is None else [resolve_axis(a, ndim) for a in n.ints(axes, "axes")]
     k = len(pads) // 2
@@ -321,9 +403,13 @@ def _pad(n, x, pads=None, value=None, axes=None):
     crop = tuple(slice(max(-lo, 0), np.shape(x)[a] - max(-hi, 0)) for a, (lo, hi) in enumerate(widths))
     x = x[crop]
     widths = [(max(lo, 0), max(hi, 0)) for lo, hi in widths]
+    n.check_size([d + lo + hi for d, (lo, hi) in zip(np.shape(x), widths)], "output", np.result_type(x))
     modes = {"constant": "constant", "reflect": "reflect", "edge": "edge", "wrap": "wrap"}
     if mode not in modes:
         raise n.error(f"mode={mode!r} is not supported ({', '.join(modes)})")
+    if mode == "constant" and isinstance(value, Tracer):     # a value computed from the inputs: data
+        border = np.pad(np.zeros(np.shape(x), np.bool_), widths, constant_values=True)
+        return np.where(border, _astype(value, np.result_type(x)), np.pad(x, widths))
     if mode == "constant":
         return np.pad(x, widths, mode="constant", constant_values=const(value, x))
     return np.pad(x, widths, mode=modes[mode])
@@ -388,21 +474,23 @@ def _constant(n):
 @op("ConstantOfShape")
 def _constant_of_shape(n, shape):
     value = n.attr("value", np.zeros(1, np.float32))
-    shape = n.check_size(n.ints(shape, "shape"), "output")
+    shape = n.check_size(n.ints(shape, "shape"), "output", value.dtype)
     return np.full(shape, value.reshape(-1)[0], value.dtype)
 
 
 @op("Range", static=(0, 1, 2))
 def _range(n, start, limit, delta):
-    start, limit, delta = (n.static(v, w) for v, w in ((start, "start"), (limit, "limit"), (delta, "delta")))
-    if any(v.size != 1 for v in (start, limit, delta)):
-        raise n.error(f"start, limit and delta must be scalars, not of shapes {start.shape, limit.shape, delta.shape}")
-    start, limit, delta = (v.reshape(()) for v in (start, limit, delta))    # [1] is read as a scalar, as onnx does
+    """The count is read while tracing (guarded when computed from the inputs); start and delta
+    stay data, so the output differentiates with respect to them."""
+    if any(np.size(v) != 1 for v in (start, limit, delta)):
+        raise n.error(f"start, limit and delta must be scalars, not of shapes "
+                      f"{np.shape(start), np.shape(limit), np.shape(delta)}")
+    start, limit, delta = (np.reshape(v, ()) for v in (start, limit, delta))   # [1] is a scalar, as onnx reads it
     if delta == 0:
         raise n.error("delta is 0")
     count = max(int(np.ceil((limit - start) / delta)), 0)
-    n.check_size((count,), "output")
-    return (start + np.arange(count) * delta).astype(start.dtype)
+    n.check_size((count,), "output", np.result_type(start))
+    return _astype(start + np.arange(count) * delta, np.result_type(start))
 
 
 @op("Trilu")
@@ -411,14 +499,29 @@ def _trilu(n, x, k=None):
     return np.triu(x, k) if n.attr("upper", 1) else np.tril(x, k)
 
 
+@op("EyeLike")
+def _eye_like(n, x):
+    """Ones on the ``k``-th diagonal of a matrix shaped like ``x``: a constant."""
+    dtype = np.result_type(x) if n.attr("dtype", None) is None else dtype_of(n.attr("dtype"), f"node {n.name!r}")
+    rows, cols = np.shape(x)
+    return np.eye(rows, cols, k=n.attr("k", 0), dtype=dtype)
+
+
 @op("Dropout", static=(1, 2))
 def _dropout(n, x, ratio=None, training=None):
     if n.opset < 12:
         ratio = n.attr("ratio", 0.5)
         if n.opset < 7 and not n.attr("is_test", 0):
             raise n.error("training-mode Dropout (is_test=0) is not supported: export the model for inference")
-    n.attr("seed", None)     # only used in training mode
-    zero = ratio is not None and not isinstance(ratio, Tracer) and float(ratio) == 0
-    if training is not None and bool(n.static(training, "training_mode")) and not zero:
-        raise n.error("training-mode Dropout is not supported: export the model for inference")
-    return x, np.ones(np.shape(x), np.bool_)
+    seed = n.attr("seed", None)
+    keep = np.ones(np.shape(x), np.bool_)
+    if training is None or not bool(n.static(training, "training_mode")):
+        return x, keep
+    ratio = 0.5 if ratio is None else float(n.static(ratio, "ratio").reshape(-1)[0])
+    if ratio == 0:
+        return x, keep
+    if seed is None:
+        raise n.error("training-mode Dropout without a seed is not supported (its mask changes on every run): "
+                      "give it a seed, or export the model for inference")
+    keep = np.random.RandomState(seed).uniform(0, 1, np.shape(x)) >= ratio    # the mask ONNX draws for this seed
+    return x * keep.astype(np.result_type(x)) * const(1 / (1 - ratio), x), keep

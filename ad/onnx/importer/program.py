@@ -9,9 +9,10 @@ from onnx import AttributeProto
 from ...tape import gc_paused
 from ...trace_state import ACTIVE
 from ...tracer import Tracer
-from ...tracing import trace
-from . import (control_flow, ops_elementwise, ops_nn, ops_resample, ops_tensor, recurrent)  # noqa: F401  (they fill OPS)
-from .files import OnnxImportError, check_shape, dtype_of, load, tensor_array
+from ...tracing import trace_call
+from . import (control_flow, ops_elementwise, ops_losses, ops_nn, ops_resample, ops_signal, ops_tensor,  # noqa: F401
+               ops_vision, recurrent)  # (they fill OPS)
+from .files import MAX_ELEMENTS, OnnxImportError, check_shape, dtype_of, load, tensor_array
 from .nodes import OPS, Node, OpDecl
 
 
@@ -82,7 +83,7 @@ def _is_float(a: np.ndarray) -> bool:
 
 def _weights(graph: onnx.GraphProto, inits: dict) -> set[str]:
     """The float initializers that are parameters: all but those read only as operands an op
-    needs at import (Resize's scales, Pad's value, Range's bounds), which stay constants."""
+    reads while tracing (Resize's scales, Pad's value, Range's bounds), which stay constants."""
     floats = {k for k, v in inits.items() if _is_float(v)}
     weights = {o.name for o in graph.output} & floats
     stack = [graph]
@@ -110,12 +111,15 @@ class OnnxProgram:
 
     Float initializers are the parameters; integer and bool initializers (shapes, indices) are
     constants, so shape arithmetic stays static, and so are float initializers read only as
-    operands an op needs at import (Resize's scales, Pad's value: ``static`` in ``OPS``).
+    operands an op reads while tracing (Resize's scales, Pad's value: ``static`` in ``OPS``).
+    An integer operand given as a graph input (a shape, axes, a trip count), and an If's or a
+    Loop's condition computed from the values, are read in each call and guarded: ``ad.grad``
+    of ``prog.function`` keeps one tape per value and re-traces for another.
     """
 
-    def __init__(self, model: onnx.ModelProto, inputs=None):
+    def __init__(self, model: onnx.ModelProto, inputs=None, max_elements: int = MAX_ELEMENTS):
         graph = model.graph
-        self.model = model
+        self.model, self.max_elements = model, max_elements
         self.opsets = opsets(model)
         if "" not in self.opsets:
             raise OnnxImportError("the model imports no default ('ai.onnx') opset")
@@ -123,7 +127,7 @@ class OnnxProgram:
         for t in graph.initializer:
             if t.name in inits:
                 raise OnnxImportError(f"initializer {t.name!r} is defined twice")
-            inits[t.name] = tensor_array(t, "initializer")
+            inits[t.name] = tensor_array(t, "initializer", max_elements)
         for t in graph.sparse_initializer:
             raise OnnxImportError(f"sparse initializer {t.values.name!r} is not supported")
         weights = _weights(graph, inits)
@@ -131,7 +135,9 @@ class OnnxProgram:
         self.constants = {k: v for k, v in inits.items() if k not in weights}
         self.input_names = tuple(i.name for i in graph.input if i.name not in inits)
         self.output_names = tuple(o.name for o in graph.output)
-        self.inputs = self._example_inputs(graph, inputs)
+        infos = [i for i in graph.input if i.name in self.input_names]
+        self._shapes = [_declared_shape(info) for info in infos]
+        self._inputs = self._example_inputs(infos, inputs)
         self.nodes = _sorted_nodes(graph, set(self.input_names) | set(inits))
         self._check(self.nodes)
         self._tape = None
@@ -147,7 +153,7 @@ class OnnxProgram:
                 if a.type == AttributeProto.GRAPHS or a.name not in decl.subgraphs:
                     raise OnnxImportError(f"node {node.name!r} ({node.op_type}): attribute {a.name!r} is a "
                                           "subgraph that no declaration runs (control flow is supported as "
-                                          "If, Loop and Scan, unrolled at import)")
+                                          "If, Loop and Scan, unrolled while tracing)")
                 self._check(a.g.node)
 
     def _decl(self, node: onnx.NodeProto) -> OpDecl:
@@ -163,8 +169,9 @@ class OnnxProgram:
             raise OnnxImportError(f"{where}: the model imports no opset for its domain")
         return decl
 
-    def _example_inputs(self, graph, given) -> tuple[np.ndarray, ...]:
-        infos = [i for i in graph.input if i.name in self.input_names]
+    def _example_inputs(self, infos, given) -> tuple:
+        """``inputs=`` as arrays of the declared dtypes (ones for a shape), ones of the static
+        shapes for those not given, and None for a dynamic one not given (the first call fixes it)."""
         if isinstance(given, dict):
             unknown = set(given) - set(self.input_names)
             if unknown:
@@ -176,31 +183,33 @@ class OnnxProgram:
             raise OnnxImportError(f"inputs= has {len(given)} entries for the graph's {len(infos)} inputs "
                                   f"{list(self.input_names)}")
         out = []
-        for info, value in zip(infos, given):
+        for info, (dims, declared), value in zip(infos, self._shapes, given):
             where = f"graph input {info.name!r}"
             if not info.type.HasField("tensor_type"):
                 raise OnnxImportError(f"{where}: only tensor inputs are supported")
-            tt = info.type.tensor_type
-            dtype = dtype_of(tt.elem_type, where)
-            dims = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
-            declared = [d.dim_param or d.dim_value or "?" for d in tt.shape.dim] if tt.HasField("shape") else None
+            dtype = dtype_of(info.type.tensor_type.elem_type, where)
             if value is None:
-                if declared is None or None in dims:
-                    raise OnnxImportError(f"{where} has dynamic shape {declared or 'unknown'}: pass inputs= "
-                                          "(arrays or shapes) to fix it")
-                value = np.ones(check_shape(dims, where), dtype)
+                if declared is not None and None not in dims:
+                    value = np.ones(check_shape(dims, where, dtype, self.max_elements), dtype)
             else:
                 shape_only = isinstance(value, tuple) and all(isinstance(d, int) for d in value)
                 value = value if shape_only else np.asarray(value)
                 shape = tuple(value) if shape_only else value.shape
-                if declared is not None and (len(dims) != len(shape) or any(
-                        d is not None and d != s for d, s in zip(dims, shape))):
-                    raise OnnxImportError(f"inputs= gives {where} the shape {shape}; the model declares "
-                                          f"{tuple(declared)} (only its symbolic dimensions may be chosen)")
-                check_shape(shape, where)
+                _check_declared(f"inputs= gives {where}", shape, dims, declared)
+                check_shape(shape, where, dtype, self.max_elements)
                 value = np.ones(shape, dtype) if shape_only else value.astype(dtype, copy=False)
             out.append(value)
         return tuple(out)
+
+    @property
+    def inputs(self) -> tuple:
+        """The example inputs ``prog.tape`` is traced on: ``inputs=``, else ones of the declared
+        shapes; an input with symbolic dimensions (``batch``) takes the first call's values."""
+        for name, (_, declared), value in zip(self.input_names, self._shapes, self._inputs):
+            if value is None:
+                raise OnnxImportError(f"graph input {name!r} has dynamic shape {declared or 'unknown'}: pass "
+                                      "inputs= (arrays or shapes) or call the program once to fix it")
+        return self._inputs
 
     # -- running -------------------------------------------------------------------------------
     def run(self, inputs, params=None, value_names: dict | None = None) -> list:
@@ -209,6 +218,8 @@ class OnnxProgram:
         if len(inputs) != len(self.input_names):
             raise TypeError(f"the model takes {len(self.input_names)} inputs {list(self.input_names)}, "
                             f"got {len(inputs)}")
+        for name, (dims, declared), x in zip(self.input_names, self._shapes, inputs):
+            _check_declared(f"the call gives graph input {name!r}", np.shape(x), dims, declared)
         params = {} if params is None else params
         unknown = set(params) - set(self.params)
         if unknown:
@@ -221,6 +232,8 @@ class OnnxProgram:
         finally:
             for rec, source, scope in saved:
                 rec.source, rec.scope = source, scope
+        if any(x is None for x in self._inputs):      # the first call fixes the symbolic dimensions
+            self._inputs = tuple(np.array(x.value if isinstance(x, Tracer) else x) for x in inputs)
         return [env[name] for name in self.output_names]
 
     def _run_graph(self, graph: onnx.GraphProto, outer: dict, value_names, bindings=None,
@@ -232,7 +245,7 @@ class OnnxProgram:
         if missing:
             raise OnnxImportError(f"subgraph {graph.name!r}: inputs {missing} are not bound")
         for t in graph.initializer:
-            env[t.name] = tensor_array(t, f"subgraph {graph.name!r} initializer")
+            env[t.name] = tensor_array(t, f"subgraph {graph.name!r} initializer", self.max_elements)
         for proto in _sorted_nodes(graph, set(env)):
             self._run_node(proto, env, value_names, scope)
         return tuple(env[o.name] for o in graph.output)
@@ -242,7 +255,8 @@ class OnnxProgram:
         name says (``rec.scope``, ``Node.scope``)."""
         decl = self._decl(proto)
         node = Node(proto, self.opsets["" if proto.domain == "ai.onnx" else proto.domain],
-                    lambda graph, bindings=None: self._subgraph(graph, env, value_names, bindings, node, outer))
+                    lambda graph, bindings=None: self._subgraph(graph, env, value_names, bindings, node, outer),
+                    self.max_elements)
         if node.opset < decl.since:
             raise node.error(f"opset {node.opset} is older than the importer supports ({decl.since})")
         _stamp(node.label, node.scope(outer))
@@ -266,7 +280,7 @@ class OnnxProgram:
             if name:
                 if not isinstance(value, Tracer):
                     value = np.asarray(value)
-                    node.check_size(value.shape, f"output {name!r}")
+                node.check_size(np.shape(value), f"output {name!r}", np.result_type(value))
                 env[name] = value
                 if value_names is not None and isinstance(value, Tracer):
                     value_names[value.variable] = name
@@ -292,7 +306,9 @@ class OnnxProgram:
 
     @property
     def tape(self):
-        """The trace on ``self.inputs`` and ``self.params``: inputs then parameters, ONNX names."""
+        """The trace on ``self.inputs`` and ``self.params``: inputs then parameters, ONNX names.
+        Nothing is marked differentiated, so a float input an op reads while tracing (Resize's
+        scales given as an input) is guarded; ``ad.grad`` with respect to it refuses."""
         if self._tape is None:
             names: dict = {}
             n = len(self.input_names)
@@ -301,7 +317,7 @@ class OnnxProgram:
             def flat(*args):
                 outs = self.run(args[:n], dict(zip(keys, args[n:])), names)
                 return outs[0] if len(outs) == 1 else tuple(outs)
-            tape = trace(flat, *self.inputs, *self.params.values())
+            tape = trace_call(flat, (*self.inputs, *self.params.values()), argnums=())
             tape = tape.replace(input_names=self.input_names + keys)
             tape.meta["onnx_values"] = {**dict(zip(tape.inputs, self.input_names + keys)), **names}
             self._tape = tape
@@ -312,6 +328,23 @@ class OnnxProgram:
                 f"{len(self.nodes)} nodes, {len(self.params)} parameters)")
 
 
+def _declared_shape(info: onnx.ValueInfoProto) -> tuple:
+    """(dims, declared): the static dimensions (None for a symbolic one) and the shape as the
+    model writes it (``['batch', 3]``); both None when it declares no shape."""
+    tt = info.type.tensor_type
+    if not tt.HasField("shape"):
+        return None, None
+    return ([d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim],
+            [d.dim_param or d.dim_value or "?" for d in tt.shape.dim])
+
+
+def _check_declared(what: str, shape: tuple, dims, declared) -> None:
+    """Refuse a shape that disagrees with the model's static dimensions."""
+    if declared is not None and (len(dims) != len(shape) or any(d is not None and d != s for d, s in zip(dims, shape))):
+        raise OnnxImportError(f"{what} the shape {tuple(shape)}; the model declares {tuple(declared)} (only its "
+                              "symbolic dimensions may be chosen)")
+
+
 def _stamp(source, scope) -> None:
     """Stamp the equations the active traces record next with ``source`` and ``scope``."""
     for rec in ACTIVE:
@@ -319,11 +352,16 @@ def _stamp(source, scope) -> None:
 
 
 @gc_paused
-def from_onnx(model_or_path, *, inputs=None) -> OnnxProgram:
+def from_onnx(model_or_path, *, inputs=None, max_elements: int = MAX_ELEMENTS) -> OnnxProgram:
     """Import an ONNX model (a path, bytes or an ``onnx.ModelProto``) as an ``OnnxProgram``.
 
     ``inputs`` fixes the graph inputs' shapes (and the example values ``prog.tape`` is traced
-    on): arrays or shape tuples, in graph order or by name; needed for dynamic dimensions.
+    on): arrays or shape tuples, in graph order or by name; without it, an input with symbolic
+    dimensions (``batch``) takes the first call's (every call may choose them).
+    ``max_elements``: the largest tensor accepted (initializers, inputs, every node's output),
+    in elements and, at 4 bytes an element, in bytes (2**31 and 8 GiB by default); an op whose
+    output size its operands decide (ConstantOfShape, Expand, Tile, Range, Pad, Resize, ...)
+    refuses before allocating it, naming the node, its op and the size.
 
     >>> from onnx import TensorProto, helper
     >>> graph = helper.make_graph(
@@ -338,11 +376,11 @@ def from_onnx(model_or_path, *, inputs=None) -> OnnxProgram:
     >>> prog.tape.eqns[0].source, prog.tape.eqns[0].scope      # the node's name, read as a path
     ('Tanh (block/act)', ('block',))
     """
-    return OnnxProgram(load(model_or_path), inputs)
+    return OnnxProgram(load(model_or_path, max_elements), inputs, max_elements)
 
 
 def parameters(model_or_path) -> dict[str, np.ndarray]:
-    """The model's weights by name (its float initializers but those only read at import): what
+    """The model's weights by name (its float initializers but those only read while tracing): what
     ``ad.grad_tape`` can differentiate."""
     graph = load(model_or_path).graph
     inits = {t.name: tensor_array(t, "initializer") for t in graph.initializer}

@@ -1,5 +1,7 @@
 """Hostile and broken models: each is refused with an OnnxImportError naming the cause, before
-anything runs (or, for what only running can tell, such as a loop's end, while it runs). Cost: < 1 s."""
+anything runs (or, for what only running can tell, such as a loop's end, while it runs). What
+the values decide (an If's branch, a shape computed from them) is read while tracing and
+guarded: a tape run on values that break the guard raises GuardError naming the node. Cost: < 1 s."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,6 +13,7 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 import ad  # noqa: E402
 from ad.onnx import importer  # noqa: E402
+from ad.errors import GuardError  # noqa: E402
 from ad.onnx.importer import OnnxImportError  # noqa: E402
 
 
@@ -56,16 +59,20 @@ def _branch(name, op, value="x"):
                              [helper.make_tensor_value_info(f"{name}_out", TensorProto.FLOAT, None)])
 
 
-def test_if_on_the_inputs_values_is_refused_and_unknown_ops_in_branches_too():
-    """An If whose condition is computed from the input's values cannot be inlined; an unknown
-    op inside a branch is refused before anything runs, naming it."""
+def test_if_on_the_inputs_values_is_guarded_and_unknown_ops_in_branches_refused():
+    """An If whose condition is computed from the input's values inlines the branch this call
+    takes, guarded (a call taking the other raises GuardError on the tape); an unknown op inside
+    a branch is refused before anything runs, naming it."""
     cond = [helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0),
             helper.make_node("Greater", ["s", "zero"], ["c"])]
     zero = numpy_helper.from_array(np.array(0, np.float32), "zero")
     m = model(cond + [helper.make_node("If", ["c"], ["y"], name="branch", then_branch=_branch("then", "Relu"),
                                        else_branch=_branch("else", "Neg"))], initializers=[zero])
-    with pytest.raises(OnnxImportError, match=r"'branch' \(If.*condition depends on the model's inputs"):
-        ad.from_onnx(m).tape
+    prog = ad.from_onnx(m)
+    assert [e.source for e in prog.tape.eqns if e.prim.name in ("guard", "relu", "negative")] == [
+        "If (branch)", "Relu (then/Relu)"]
+    with pytest.raises(GuardError, match=r"guard %3 True failed: the trace assumed True, this call gives False(.|\n)*at If \(branch\)"):
+        prog.tape(-np.ones((2, 3), np.float32), prog.params["zero"])
     m = model(cond + [helper.make_node("If", ["c"], ["y"], then_branch=_branch("then", "Relu"),
                                        else_branch=_branch("else", "Frobnicate"))], initializers=[zero])
     refused(m, r"node 'else/Frobnicate': op 'Frobnicate' of domain 'ai.onnx' is not supported")
@@ -82,23 +89,27 @@ def _loop_body(op):
          helper.make_tensor_value_info("v_out", TensorProto.FLOAT, None)])
 
 
-def test_loops_whose_end_depends_on_the_values_are_refused(monkeypatch):
+def test_loops_that_do_not_end_are_refused(monkeypatch):
+    """A loop whose condition stays true, known at import or computed from the values, stops at
+    MAX_UNROLL iterations, refused naming the node; a trip count computed from the values is
+    read in this call (tests/onnx/importer/test_guards.py has the loops that end)."""
+    monkeypatch.setattr(importer.control_flow, "MAX_UNROLL", 50)       # 16,384 by default: the test stays fast
     cond = [helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0), helper.make_node("Greater", ["s", "zero"], ["c"])]
     zero = numpy_helper.from_array(np.array(0, np.float32), "zero")
     m = model(cond + [helper.make_node("Loop", ["", "c", "x"], ["y"], name="loop", body=_loop_body("Tanh"))],
               initializers=[zero])
-    with pytest.raises(OnnxImportError, match=r"'loop' \(Loop.*condition of iteration 0 depends on the model's"):
-        ad.from_onnx(m).tape
-    trip = [helper.make_node("Cast", ["s"], ["m"], to=TensorProto.INT64)]
-    m = model(cond[:1] + trip + [helper.make_node("Loop", ["m", "", "x"], ["y"], name="loop", body=_loop_body("Tanh"))])
-    with pytest.raises(OnnxImportError, match=r"'loop' \(Loop.*trip count M depends on the model's inputs"):
+    with pytest.raises(OnnxImportError, match=r"'loop' \(Loop.*more than 50 iterations"):
         ad.from_onnx(m).tape
     forever = numpy_helper.from_array(np.array(True), "true")
     m = model([helper.make_node("Loop", ["", "true", "x"], ["y"], name="loop", body=_loop_body("Tanh"))],
               initializers=[forever])
-    monkeypatch.setattr(importer.control_flow, "MAX_UNROLL", 50)       # 16,384 by default: the test stays fast
     with pytest.raises(OnnxImportError, match=r"'loop' \(Loop.*more than 50 iterations"):
         ad.from_onnx(m).tape
+    trip = [helper.make_node("Cast", ["s"], ["m"], to=TensorProto.INT64)]
+    m = model(cond[:1] + trip + [helper.make_node("Loop", ["m", "", "x"], ["y"], name="loop", body=_loop_body("Tanh"))])
+    with pytest.raises(OnnxImportError, match=r"'loop' \(Loop.*more than 50 iterations"):
+        ad.from_onnx(m)(np.full((2, 3), 10, np.float32))
+    assert [e.prim.name for e in ad.from_onnx(m).tape.eqns].count("tanh") == 6      # sum of ones: 6 times
 
 
 def test_value_dependent_shapes_are_refused_unless_constant():
@@ -131,9 +142,11 @@ def test_resize_refusals():
     computed = [helper.make_node("ReduceMax", ["x"], ["top"], keepdims=0),
                 helper.make_node("Mul", ["scales", "top"], ["s"]),
                 helper.make_node("Resize", ["x", "", "s"], ["y"], name="rs")]
-    m = model(consts + computed, inputs=four)
-    with pytest.raises(OnnxImportError, match=r"'rs' \(Resize.*scales depends on the model's inputs"):
-        ad.from_onnx(m).tape
+    prog = ad.from_onnx(model(consts + computed, inputs=four))
+    assert prog.tape.outputs[0].aval.shape == (1, 1, 4, 4)        # read while tracing, guarded
+    with pytest.raises(OnnxImportError, match=r"'rs' \(Resize.*its scales is read while tracing .* cannot be "
+                                              "differentiated: differentiate with respect to the other inputs"):
+        ad.grad(lambda x: np.sum(prog(x)))(np.ones((1, 1, 2, 2), np.float32))
 
 
 def test_cycle_is_refused():
@@ -149,17 +162,32 @@ def test_undefined_value_and_double_definition():
             "defined twice")
 
 
-def test_dynamic_shape_needs_inputs():
+def test_dynamic_shape_is_fixed_by_inputs_or_the_first_call():
+    """A symbolic dimension: ``prog.tape`` needs ``inputs=`` or a call first; a call whose shape
+    disagrees with a static dimension is refused, naming the input."""
     m = model([helper.make_node("Relu", ["x"], ["y"])], inputs=(("x", ["batch", 3]),))
-    refused(m, r"dynamic shape \['batch', 3\]: pass inputs=")
+    with pytest.raises(OnnxImportError, match=r"dynamic shape \['batch', 3\]: pass inputs= \(arrays or shapes\) "
+                                              "or call the program once"):
+        ad.from_onnx(m).tape
     assert ad.from_onnx(m, inputs=[(4, 3)]).tape.inputs[0].aval.shape == (4, 3)
+    prog = ad.from_onnx(m)
+    assert prog(-np.ones((5, 3), np.float32)).shape == (5, 3) and prog(np.ones((2, 3), np.float32)).shape == (2, 3)
+    assert prog.tape.inputs[0].aval.shape == (5, 3)       # the first call's
+    with pytest.raises(OnnxImportError, match=r"the call gives graph input 'x' the shape \(2, 4\); the model "
+                                              r"declares \('batch', 3\)"):
+        prog(np.ones((2, 4), np.float32))
 
 
-def test_data_dependent_shape_is_refused():
-    """Reshape to a shape computed from input values (not from its shape)."""
+def test_data_dependent_shape_is_read_while_tracing():
+    """Reshape to a shape computed from input values (not from its shape): the shape is this
+    call's, guarded; an impossible one is refused naming the node."""
     m = model([helper.make_node("Cast", ["x"], ["s"], to=TensorProto.INT64),
                helper.make_node("Reshape", ["x", "s"], ["y"], name="rs")], inputs=(("x", [2]),))
-    with pytest.raises(OnnxImportError, match=r"'rs' \(Reshape.*shape depends on the model's inputs"):
+    tape = ad.from_onnx(m, inputs=[np.array([2, 1], np.float32)]).tape
+    assert tape.outputs[0].aval.shape == (2, 1) and "guard" in str(tape)
+    with pytest.raises(GuardError):
+        tape(np.array([1, 2], np.float32))
+    with pytest.raises(OnnxImportError, match=r"'rs' \(Reshape.*cannot reshape array of size 2 into shape \(1,1\)"):
         ad.from_onnx(m).tape
 
 
