@@ -429,21 +429,43 @@ def _inplace(ufunc):
     return op
 
 
+def _bitwise(logical, bitwise):
+    """``t & u``, ``t |= u``, ``~t``: numpy's operators are bitwise; on booleans that is the
+    logical ufunc, which has a primitive. On integers the bitwise ufunc has no rule, and
+    ``dispatch.ufunc`` refuses it naming the line (never a logical result in its place)."""
+    def pick(*operands):
+        boolean = all(np.result_type(getattr(x, "dtype", x)) == np.bool_ for x in operands)
+        return logical if boolean else bitwise
+
+    def op(self, other):
+        return pick(self, other)(self, other)
+
+    def reflected(self, other):
+        return pick(other, self)(other, self)
+
+    def inplace(self, other):
+        return pick(self, other)(self, other, out=self)
+    return op, reflected, inplace
+
+
 for _name, _uf in {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
                    "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power,
-                   "matmul": np.matmul, "and": np.logical_and, "or": np.logical_or,
-                   "xor": np.logical_xor}.items():
+                   "matmul": np.matmul}.items():
     _f, _r = _binary(_uf)
     setattr(Tracer, f"__{_name}__", _f)
     setattr(Tracer, f"__r{_name}__", _r)
     if _name != "matmul":
         setattr(Tracer, f"__i{_name}__", _inplace(_uf))
+for _name, _ufs in {"and": (np.logical_and, np.bitwise_and), "or": (np.logical_or, np.bitwise_or),
+                    "xor": (np.logical_xor, np.bitwise_xor)}.items():
+    for _prefix, _f in zip(("", "r", "i"), _bitwise(*_ufs)):
+        setattr(Tracer, f"__{_prefix}{_name}__", _f)
 for _name, _uf in {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
                    "eq": np.equal, "ne": np.not_equal}.items():
     setattr(Tracer, f"__{_name}__", _binary(_uf)[0])
-for _name, _uf in {"neg": np.negative, "pos": np.positive, "abs": np.absolute,
-                   "invert": np.logical_not}.items():
+for _name, _uf in {"neg": np.negative, "pos": np.positive, "abs": np.absolute}.items():
     setattr(Tracer, f"__{_name}__", _operator(_uf))
+Tracer.__invert__ = lambda self: (np.logical_not if self.dtype == np.bool_ else np.invert)(self)
 
 
 def _method(func):

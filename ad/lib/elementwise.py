@@ -417,8 +417,10 @@ def _clip_rule(x, lo, hi):
     y = np.clip(x, lo, hi)
 
     def pullback(dy):
+        # numpy's clip is minimum(maximum(x, lo), hi): where lo > hi every element is hi
         return (thunk(lambda: np.where((x >= lo) & (x <= hi), dy, 0)),
-                thunk(lambda: np.where(x < lo, dy, 0)), thunk(lambda: np.where(x > hi, dy, 0)))
+                thunk(lambda: np.where((x < lo) & (lo <= hi), dy, 0)),
+                thunk(lambda: np.where((x > hi) | (lo > hi), dy, 0)))
     return y, pullback
 
 

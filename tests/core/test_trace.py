@@ -209,3 +209,24 @@ def test_ndarray_methods_work_or_name_the_method_and_the_fix():
         ad.trace(lambda x: x.view(np.int64), np.ones(2))
     with pytest.raises(AttributeError, match=r"np.frobnicate"):
         ad.trace(lambda x: x.frobnicate(), np.ones(2))
+
+
+def test_bitwise_operators_are_numpys_on_booleans_and_refused_on_integers():
+    """``&``, ``|``, ``^``, ``~`` are numpy's bitwise operators: on boolean masks the logical
+    primitives (the same values), on traced integers a loud refusal naming the line, never a
+    logical result in place of the bits (``t & 6`` was ``logical_and``: bools)."""
+    x = np.array([-2.0, 1.0, 3.0, 6.0])
+
+    def masked(t):
+        m = (t > 0) & (t < 5) | ~(t == 3) ^ (t > 5)
+        m &= True ^ (t == 1)
+        return np.sum(np.where(m, t * t, 0.0))
+    m = (x > 0) & (x < 5) | ~(x == 3) ^ (x > 5)
+    m &= True ^ (x == 1)
+    np.testing.assert_array_equal(ad.grad(masked)(x), np.where(m, 2 * x, 0.0))
+    assert {e.prim.name for e in ad.trace(masked, x).eqns} >= {"logical_and", "logical_or", "logical_xor", "logical_not"}
+    ints = np.array([3, 5, 7])
+    for f, name in ((lambda t: t & 6, "bitwise_and"), (lambda t: 6 | t, "bitwise_or"),
+                    (lambda t: t ^ t, "bitwise_xor"), (lambda t: ~t, "invert")):
+        with pytest.raises(ad.UnsupportedFunctionError, match=rf"np\.{name} has no rule(.|\n)*test_trace\.py"):
+            ad.trace(f, ints)

@@ -5,7 +5,9 @@ tests/support/rule_checks.py."""
 import subprocess
 import sys
 
+import numpy as np
 import pytest
+import torch
 
 import ad
 from ad.samples import declared_domains
@@ -47,3 +49,18 @@ def test_forms_agree(case, shape):
 def test_float32(case, shape):
     """float32 in, float32 gradients out, close to the float64 gradient."""
     float32_gradients(case, shape)
+
+
+def test_clip_with_bounds_crossed_gives_hi_and_its_gradient():
+    """numpy's clip is minimum(maximum(x, lo), hi): where lo > hi every element is hi, and the
+    gradient goes to hi there (it went to lo for x < lo); compared with finite differences and
+    with torch.clamp, which defines it the same way."""
+    x = np.array([-3.0, 0.5, 2.5, 4.0])
+    lo = np.array([1.0, 3.0, 0.0, 5.0])      # crossed at 1 and 3
+    hi = np.array([2.0, 2.0, 3.0, 4.5])
+    gs = ad.grad(lambda x, lo, hi: np.sum(np.clip(x, lo, hi) * np.arange(1.0, 5.0)), argnums=(0, 1, 2))(x, lo, hi)
+    ts = [torch.tensor(a, requires_grad=True) for a in (x, lo, hi)]
+    (torch.clamp(*ts) * torch.arange(1.0, 5.0, dtype=torch.float64)).sum().backward()
+    for g, t in zip(gs, ts):
+        np.testing.assert_array_equal(g, t.grad.numpy())
+    np.testing.assert_array_equal(gs[2], [0.0, 2.0, 0.0, 4.0])
