@@ -33,6 +33,7 @@ scalar_rule(positive_p, 1)
 
 astype_p = Primitive("astype", lambda x, dtype: np.asarray(x).astype(dtype), params=("dtype",),
                      elementwise=True, linear_in=(0,), complex_rule=True, correctly_rounded=True,
+                     array_api_spelling="xp.astype({0}, {dtype})",
                      samples=(Sample((F,), {"dtype": F32}, dtypes=(F64,)), Sample((F,), {"dtype": F64}, dtypes=(F32,))))
 # project() casts back to x's dtype. Complex to real keeps the real part (numpy, with a
 # ComplexWarning), so g passes as Re z's does; real to complex is x + 0i, whose real operand
@@ -43,6 +44,7 @@ full_p = Primitive("full", lambda shape, dtype, fill_value: np.full(shape, fill_
                    params=("shape", "dtype", "fill_value"), doc="An array filled with one value.",
                    complex_rule=True,   # no operand, so no cotangent: complex or not
                    spelling="np.full({shape}, {fill_value}, {dtype})",
+                   array_api_spelling="xp.full({shape}, {fill_value}, dtype={dtype}, device=device)",
                    # no operand: recorded through the creation functions' like= (ad.lib.creation)
                    samples=(Sample((F,), shapes=ARRAYS, call=lambda x: np.full(np.shape(x), 2.0, like=x)),))
 
@@ -101,18 +103,19 @@ def _broadcast_to_batched(args, dims, shape):
     return broadcast_to_p.bind(x, shape=np.shape(x)[:1] + tuple(shape)), 0
 
 
-def _sum_to(x, shape):
+def _sum_to(x, shape, xp=np):
+    """Written over the array namespace ``xp``: compiled array code calls it too."""
     shape = tuple(shape)
-    x = np.asarray(x)
+    x = xp.asarray(x)
     lead = x.ndim - len(shape)
     if lead < 0 or any(s != 1 and s != n for s, n in zip(shape, x.shape[lead:])):
         raise ValueError(f"a cotangent of shape {x.shape} cannot be summed to its primal's shape "
                          f"{shape}: the pullback returned a wrongly shaped cotangent")
     axes = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape) if s == 1 and x.shape[lead + i] != 1)
-    return np.sum(x, axis=axes).reshape(shape) if axes else x.reshape(shape)
+    return xp.reshape(xp.sum(x, axis=axes), shape) if axes else xp.reshape(x, shape)
 
 
-sum_to_p = Primitive("sum_to", _sum_to, params=("shape",), linear_in=(0,),
+sum_to_p = Primitive("sum_to", _sum_to, params=("shape",), linear_in=(0,), array_api_impl=_sum_to,
                      doc="Sum a broadcast cotangent back to its primal's shape (unbroadcast).", complex_rule=True,
                      samples=(Sample((M34,), {"shape": (4,)}, MATRIX), Sample((M34,), {"shape": (3, 1)}, MATRIX)))
 linear_rule(sum_to_p, lambda dy, x, shape: np.broadcast_to(dy, x.shape))
@@ -201,6 +204,26 @@ def _getitem_spelling(args, params) -> str:
     return f"{args[0]}[{', '.join(parts)}{',' if len(parts) == 1 else ''}]"
 
 
+_ALL_SLICE = ("slice", None, None, None)
+
+
+def _getitem_array_api_spelling(args, params) -> str | None:
+    """``x[1:, None, ...]``: the array API standard's index names every axis (a trailing
+    ``...`` is what numpy's shorter index means); a reversed axis (``x[::-1]``: PyTorch has no
+    negative steps) is ``xp.flip``. Not written: an index array (numpy's advanced indexing,
+    which the standard restricts), other negative steps."""
+    index = tuple(params["index"])
+    if len(args) > 1:
+        return None
+    reversed_ = [k for k, s in enumerate(index) if isinstance(s, tuple) and (s[3] or 1) < 0]
+    if not reversed_:
+        return _getitem_spelling(args, {"index": index if "..." in index else index + ("...",)})
+    if not all(isinstance(s, tuple) for s in index) or any(index[k] != ("slice", None, None, -1) for k in reversed_):
+        return None
+    forward = tuple(_ALL_SLICE if k in reversed_ else s for k, s in enumerate(index))
+    return f"xp.flip({_getitem_spelling(args, {'index': forward + ('...',)})}, axis={tuple(reversed_)})"
+
+
 def _getitem(x, *arrays, index):
     return np.asarray(x)[build_index(index, arrays)]
 
@@ -218,7 +241,7 @@ def _index_add(x, value, *arrays, index):
 
 
 getitem_p = Primitive("getitem", _getitem, params=("index",), doc="x[index]", linear_in=(0,),
-                      spelling=_getitem_spelling, complex_rule=True,
+                      spelling=_getitem_spelling, array_api_spelling=_getitem_array_api_spelling, complex_rule=True,
                       returns_view=lambda operands: len(operands) == 1,   # basic indexing only
                       write_through=lambda base, new, *arrays, index:
                           setitem_p.bind(base, new, *arrays, index=index),

@@ -78,6 +78,16 @@ class Primitive:
         every equation of a tape declares one. It must give numpy's value wherever it returns
         one; where numpy answers with inf or nan and ``math`` raises (ValueError,
         ZeroDivisionError, OverflowError) the compiled function reruns the numpy spelling.
+    array_api_spelling: the same for code over an array namespace ``xp`` (``ad.compile(tape,
+        xp=...)``, docs/arrays.md), in the array API standard's names (``"xp.asin({0})"``;
+        creation functions take ``device=device``, the inputs' device); a function may return
+        None for params the standard cannot write. By default: ``spelling`` if it is Python
+        operators alone (``"{0} @ {1}"``), else the standard's function of the same name as the
+        numpy function (renamed by ``ad.compiler.array_api.STANDARD_NAMES``: arcsin -> asin),
+        if the standard has one (``STANDARD``); else the tape is refused when compiled.
+    array_api_impl: the impl written over an array namespace, ``f(*operands, **params, xp=xp)``,
+        for what no single call of the standard spells (``sum_to``, ``im2col``); compiled code
+        calls it by the primitive's name. It may be the impl itself, if that takes ``xp``.
     correctly_rounded: numpy's result is fixed by IEEE 754 alone (correctly rounded arithmetic
         and sqrt, comparisons, abs, min/max, rounding to integers, copysign): every form gives
         numpy's bits. Other functions (exp, sin, pow...) are not correctly rounded anywhere:
@@ -102,6 +112,7 @@ class Primitive:
                  returns_view: Callable | None = None, write_through: Callable | None = None,
                  value_dependent_shape: bool = False, samples: tuple = (), kink: Callable | None = None,
                  spelling: str | Callable | None = None, scalar_spelling: str | Callable | None = None,
+                 array_api_spelling: str | Callable | None = None, array_api_impl: Callable | None = None,
                  complex_rule: bool = False, correctly_rounded: bool = False,
                  checks_values: bool = False):
         if kind not in KINDS:
@@ -129,6 +140,8 @@ class Primitive:
         self.kink = kink
         self.spelling = spelling
         self.scalar_spelling = scalar_spelling
+        self.array_api_spelling = array_api_spelling
+        self.array_api_impl = array_api_impl
         self.complex_rule = complex_rule
         self.correctly_rounded = correctly_rounded
         self.checks_values = checks_values

@@ -46,6 +46,9 @@ from ..gradtape import GradTape
 from ..origins import OriginKind
 from ..scopes import common_prefix
 from ..tape import Tape, Var, gc_paused
+from .array_api import ArrayNamespace, namespace
+from .examples import is_polymorphic
+from .polymorphic import epilogue, prologue
 from .emit import (REGISTER, SCALAR_DTYPES, Namespace, comment, eqn_source, guard_source,
                    operand_source, scope_note, value_source, written)
 from .reroll import reroll
@@ -139,17 +142,22 @@ def is_scalar(tape: Tape) -> bool:
 
 
 @gc_paused
-def generate(tape: Tape, name: str = "f", scalar: bool = False) -> tuple[str, dict]:
+def generate(tape: Tape, name: str = "f", scalar: bool = False, xp=None) -> tuple[str, dict]:
     """(source, globals) of a Python function computing the tape: numpy code, or with
     ``scalar`` (see ``is_scalar``) Python float code, whose results are numpy float64 scalars as
-    numpy's would be."""
+    numpy's would be, or with ``xp`` code over that array namespace (``ad.compiler.array_api``,
+    which refuses here a tape the namespace cannot run)."""
     eqns = tape.eqns
-    ns = Namespace(scalar, compact=len(eqns) > LONG)
+    ns = Namespace(scalar, compact=len(eqns) > LONG) if xp is None else ArrayNamespace(xp, compact=len(eqns) > LONG)
+    polymorphic = is_polymorphic(tape)           # in the number of examples: ad.compiler.polymorphic
+    head = prologue(tape, ns) if polymorphic else []        # (for Dask, refuses first what needs all of them)
+    if xp is not None:
+        ns.check(tape)
     line, last = _plan(tape, ns)
     reuse = scalar or ns.compact
-    lines = [f"def {name}({', '.join(f'v{v.n}' for v in tape.inputs)}):"]
+    lines = [f"def {name}({', '.join(f'v{v.n}' for v in tape.inputs)}):", *head]
     zero_d = [v for v in tape.inputs if v.aval.shape == () and v.aval.dtype.kind in "fc"]
-    if not scalar and zero_d:
+    if not scalar and zero_d and xp is None:
         lines.append(f"    {', '.join(f'v{v.n}' for v in zero_d)} = "
                      f"{', '.join(f'{value_source(v.aval.dtype, ns)}(v{v.n})' for v in zero_d)}"
                      "  # numpy scalars: numpy's arithmetic on Python floats (x / 0.0 is inf)")
@@ -217,7 +225,13 @@ def generate(tape: Tape, name: str = "f", scalar: bool = False) -> tuple[str, di
             lines.append(f"    del {', '.join(operand_source(v, ns) for v in deleted)}")
     inputs = set(tape.inputs)
     outs = ", ".join(_output_src(x, ns, inputs) for x in tape.outputs)
+    if polymorphic:
+        lines.append(epilogue(tape, outs, ns))
     lines.append(f"    return ({outs}{',' if len(tape.outputs) == 1 else ''})")
+    if xp is not None:                    # the device and the constants, known once all is written
+        preamble = ns.preamble(tape)
+        lines[1:1] = preamble
+        notes = {k + len(preamble): note for k, note in notes.items()}
     # registers and the comments' %N are holes (ad.compiler.emit): a long tape's numpy code is
     # rolled from them, and every text is written as a reader sees it
     if rolled:
@@ -293,8 +307,8 @@ def _last_reads(tape: Tape, last: dict[Var, int]) -> tuple[list, list]:
     return dying, dead
 
 
-def _define(tape: Tape, name: str, scalar: bool):
-    source, namespace = generate(tape, name, scalar)
+def _define(tape: Tape, name: str, scalar: bool, xp=None):
+    source, namespace = generate(tape, name, scalar, xp)
     exec(compile(source, f"<ad.compile {name}>", "exec"), namespace)
     return source, namespace[name]
 
@@ -305,15 +319,20 @@ class Compiled:
     A tape of Python floats (``is_scalar``) is compiled to ``math`` and float arithmetic, 5x
     faster than numpy on scalars (``scalar=False`` keeps numpy); where ``math`` raises on a
     value numpy answers with inf or nan (``math.log(0.0)``, ``1.0 / 0.0``, overflow), that call
-    reruns the numpy code, so results are numpy's either way."""
+    reruns the numpy code, so results are numpy's either way. With ``xp`` (an array namespace,
+    ``ad.compiler.array_api.namespace``) the code runs on that library's arrays, on their device."""
 
     scalar = False           # compiled to Python float code
     numpy_fn = None          # then the numpy code too, made on its first use
 
-    def __init__(self, tape: Tape, name: str = "f", scalar: bool | None = None):
+    def __init__(self, tape: Tape, name: str = "f", scalar: bool | None = None, xp=None):
         self.tape, self.name = tape, name
-        self.scalar = is_scalar(tape) if scalar is None else scalar and is_scalar(tape)
-        self.source, self.fn = _define(tape, name, self.scalar)
+        self.xp = None if xp is None else namespace(xp)
+        if self.xp is not None and scalar:
+            raise ValueError("scalar=True compiles Python float code, which runs on no array namespace: "
+                             "drop scalar= or xp=")
+        self.scalar = self.xp is None and (is_scalar(tape) if scalar is None else scalar and is_scalar(tape))
+        self.source, self.fn = _define(tape, name, self.scalar, self.xp)
 
     def __call__(self, *args, cotangents=()):
         return self.call_flat(self.tape.flatten_args(args) + list(cotangents))
@@ -346,7 +365,7 @@ class Compiled:
         return f"```python\n{self.source}```"
 
 
-def compile_tape(tape: Tape, name: str = "f", scalar: bool | None = None) -> Compiled:
+def compile_tape(tape: Tape, name: str = "f", scalar: bool | None = None, xp=None) -> Compiled:
     """Compile a (gradient) tape to a callable with readable ``.source``; a tape of Python
-    floats to ``math`` unless ``scalar=False``."""
-    return Compiled(tape, name, scalar)
+    floats to ``math`` unless ``scalar=False``; with ``xp``, to code over that array namespace."""
+    return Compiled(tape, name, scalar, xp)

@@ -4,6 +4,8 @@ primitive, an operand and a constant the same way, and one change of spelling re
 
 - ``Namespace``: the globals a generated function needs (numpy, the constants it cannot write
   as literals, the functions it calls by name) and their names; one per generated function.
+  Its methods say which spelling a primitive takes and what a default call calls: code over
+  another array library overrides them (``ad.compiler.array_api.ArrayNamespace``).
 - ``value_source``, ``operand_source``: a Python value, an operand (a variable's name, a
   literal) as source text that evaluates back to it, bit for bit.
 - ``Spelling``: a primitive's ``spelling`` (``scalar_spelling`` in scalar code) made once per
@@ -41,13 +43,15 @@ class Namespace:
     """Names for the constants and functions the generated code needs; ``scalar``: the code is
     the scalar specialisation (Python floats, ``math``); ``compact``: a long tape's code."""
 
+    xp = None       # the array namespace the code runs on (ArrayNamespace); None: numpy
+
     def __init__(self, scalar: bool = False, compact: bool = False):
         self.globals = {"np": np, "math": math} if scalar else {"np": np}
         self.scalar, self.compact = scalar, compact
         self.names: dict[Var, str] = {}      # reused names (scalar code, long tapes; else v7 for %7)
         self._ids: dict = {}
         self.calls: dict = {}                # primitive -> the function its default spelling calls
-        self.spellings = Spellings(scalar)   # primitive -> its Spelling
+        self.spellings = Spellings(self)     # primitive -> its Spelling
         self._floats: dict = {}              # float constants' names
         self.literals: dict = {}             # literal -> its source (but a float's)
         self.float_literals: dict = {}       # (float literal, among floats, as an array) -> its source
@@ -57,8 +61,25 @@ class Namespace:
         if key not in self._ids:
             name = f"{stem}{len(self._ids)}" if numbered or stem in self.globals else stem
             self._ids[key] = name
-            self.globals[name] = value
+            self.define(name, value)
         return self._ids[key]
+
+    def define(self, name: str, value) -> None:
+        """Make ``value`` the global ``name`` of the generated function."""
+        self.globals[name] = value
+
+    def spelling_of(self, prim):
+        """The spelling the primitive declares for this code (None: the default call)."""
+        return prim.scalar_spelling if self.scalar else prim.spelling
+
+    def function(self, prim) -> str:
+        """What a default call of the primitive calls: numpy's (or scipy's) function by its
+        public name, else the impl, bound under the primitive's name."""
+        return _function_path(prim.function, self) or self.helper(prim.impl, prim)
+
+    def helper(self, fn, prim) -> str:
+        """``fn`` bound under the primitive's name (``sum_to``)."""
+        return self.bind(fn, _ident(prim.name), numbered=False)
 
     def constant(self, x: float) -> str:
         """A float operand among arrays: a read-only 0-d float64 array named for its value."""
@@ -88,6 +109,8 @@ def value_source(v, ns: Namespace) -> str:
         return repr(v)
     if isinstance(v, np.generic) and v.dtype in _EXACT_ITEM:   # (np.float64 is a float)
         item = value_source(v.item(), ns)
+        if ns is not None and ns.xp is not None:     # a param of array code: its number
+            return item
         if item.startswith("(") and item.endswith(")"):      # np.complex64(1.5-2j)
             item = item[1:-1]
         return f"np.{v.dtype.name}({item})"
@@ -96,6 +119,8 @@ def value_source(v, ns: Namespace) -> str:
     if isinstance(v, complex):
         return _complex_src(v)
     if isinstance(v, np.dtype):
+        if ns is not None and ns.xp is not None:
+            return f"xp.{v.name}"
         return f"np.{v.name}" if hasattr(np, v.name) else f"np.dtype({v.name!r})"
     if isinstance(v, tuple):
         inner = ", ".join(value_source(x, ns) for x in v)
@@ -135,6 +160,8 @@ def operand_source(x, ns) -> str:
         return repr(v) if math.isfinite(v) else f"float({str(v)!r})"
     if ns.scalar and np.ndim(v) == 0 and np.result_type(v) in SCALAR_DTYPES:
         v = np.asarray(v).item()         # the same number as a Python float (or bool)
+    elif ns.xp is not None and isinstance(v, np.generic):
+        v = np.asarray(v)                # a 0-d array of its dtype, as numpy promotes a scalar
     if isinstance(v, np.ndarray):
         return ns.bind(v, "c")
     return value_source(v, ns)
@@ -183,6 +210,8 @@ def eqn_source(e, ns: Namespace, exprs: dict | None = None, spelling: "Spelling 
             args.append(names[x] if names else f"v{x.n}")
     if literals:
         _literal_sources(e, args, spelling, ns)
+    if ns.xp is not None:
+        ns.promote(e, args)
     if spelling.fill is not None:
         if spelling.params:
             given = dict(e.params)
@@ -192,8 +221,7 @@ def eqn_source(e, ns: Namespace, exprs: dict | None = None, spelling: "Spelling 
         return spelling.text(args, e.kwargs)
     fn = ns.calls.get(prim)
     if fn is None:
-        fn = ns.calls[prim] = _function_path(prim.function, ns) or \
-            ns.bind(prim.impl, _ident(prim.name), numbered=False)
+        fn = ns.calls[prim] = ns.function(prim)
     if e.params:
         args += [f"{k}={value_source(v, ns)}" for k, v in e.params]
     return f"{fn}({', '.join(args)})"
@@ -326,14 +354,14 @@ def _shape(spelling: str) -> tuple[int, dict[int, int], dict[int, int]]:
 
 
 class Spellings(dict):
-    """Primitive -> its ``Spelling``, made on first use."""
+    """Primitive -> its ``Spelling`` in a namespace, made on first use."""
 
-    def __init__(self, scalar: bool):
+    def __init__(self, ns: Namespace):
         super().__init__()
-        self.scalar = scalar
+        self.ns = ns
 
     def __missing__(self, prim) -> "Spelling":
-        self[prim] = spelling = Spelling(prim, self.scalar)
+        self[prim] = spelling = Spelling(prim, self.ns)
         return spelling
 
 
@@ -348,8 +376,9 @@ class Spelling:
 
     __slots__ = ("text", "fill", "params", "precedence", "needs", "takes", "writable", "guard", "floats")
 
-    def __init__(self, prim, scalar: bool):
-        self.text = text = prim.scalar_spelling if scalar else prim.spelling
+    def __init__(self, prim, ns: Namespace):
+        scalar = ns.scalar
+        self.text = text = ns.spelling_of(prim)
         formatted = type(text) is str
         self.fill, self.params = _template(text) if formatted else (None, ())
         self.precedence, self.needs, counts = _shape(text) if formatted else (_ATOM, None, None)
@@ -374,7 +403,9 @@ def guard_source(e, ns: Namespace) -> str:
     value = e.inputs[1].value
     if isinstance(value, (bool, np.bool_)):               # a branch: a truth test is cheapest
         return f"True if {'' if value else 'not '}{x} else {call}"
-    return call if isinstance(value, np.ndarray) else f"{x} == {expected} or {call}"
+    if isinstance(value, np.ndarray):                      # (array code compares on its device)
+        return call if ns.xp is None else f"True if xp.all({x} == {expected}) else {call}"
+    return f"{x} == {expected} or {call}"
 
 
 # -- comments ---------------------------------------------------------------------------------

@@ -93,12 +93,15 @@ def _einsum(*operands, subscripts):
     return np.einsum(subscripts, *operands, optimize=len(operands) > 2)
 
 
-def _einsum_spelling(args, params) -> str:
-    return f"np.einsum({params['subscripts']!r}, {', '.join(args)})"
+def _einsum_spelling(args, params, module: str = "np") -> str:
+    """``np.einsum('ij,jk', v1, v2)``; ``module="xp"``: array code's (not the standard's: the
+    namespaces that have one, PyTorch's and JAX's)."""
+    return f"{module}.einsum({params['subscripts']!r}, {', '.join(args)})"
 
 
 einsum_p = Primitive("einsum", _einsum, params=("subscripts",), function=np.einsum, multilinear_in="all",
                      spelling=_einsum_spelling, complex_rule=True,
+                     array_api_spelling=lambda args, params: _einsum_spelling(args, params, "xp"),
                      samples=(Sample((M34, In((2, 4))), {"subscripts": "ij,kj->ik"}, MATRIX),
                               Sample((In((2, 3, 4)),), {"subscripts": "ijk->j"}, MATRIX)))
 

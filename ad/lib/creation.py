@@ -14,7 +14,8 @@ from ..samples import F, Sample
 from ..tracer import Tracer
 
 array_p = Primitive("array", lambda x: np.array(x, copy=True), doc="A constant as a traced array.",
-                    linear_in=(0,), complex_rule=True, samples=(Sample((F,)),))
+                    linear_in=(0,), complex_rule=True, array_api_spelling="xp.asarray({0}, copy=True)",
+                    samples=(Sample((F,)),))
 
 
 linear_rule(array_p, lambda dy, x: dy)

@@ -11,6 +11,8 @@ holomorphic and have rules of their own for complex operands.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..core_prims import astype_p
@@ -34,6 +36,22 @@ OPERATORS = {np.subtract: "{0} - {1}", np.multiply: "{0} * {1}", np.true_divide:
              np.negative: "-{0}", np.less: "{0} < {1}", np.less_equal: "{0} <= {1}",
              np.greater: "{0} > {1}", np.greater_equal: "{0} >= {1}", np.equal: "{0} == {1}",
              np.not_equal: "{0} != {1}"}
+# How compiled array code spells the ufuncs whose numpy spelling is not the array API
+# standard's (ad.compiler.array_api; the others are xp.<name>, renamed where the standard did):
+# the standard's logical functions take booleans only (numpy's, any number: nonzero is true).
+ARRAY_API_SPELLINGS = {
+    np.power: _power_spelling, np.fabs: "xp.abs({0})", np.rint: "xp.round({0})",
+    np.float_power: "xp.pow({0}, {1})",                  # (its operands cast to float64 first)
+    np.exp2: "xp.pow(2.0, {0})",
+    **dict.fromkeys((np.deg2rad, np.radians), f"{{0}} * {math.pi / 180!r}"),     # numpy's product, bit for bit
+    **dict.fromkeys((np.rad2deg, np.degrees), f"{{0}} * {180 / math.pi!r}"),
+    np.fmax: "xp.where(xp.isnan({1}), {0}, xp.where(xp.isnan({0}), {1}, xp.maximum({0}, {1})))",
+    np.fmin: "xp.where(xp.isnan({1}), {0}, xp.where(xp.isnan({0}), {1}, xp.minimum({0}, {1})))",
+    np.heaviside: "xp.where({0} < 0, 0.0, xp.where({0} > 0, 1.0, xp.where({0} == 0, {1}, {0})))",
+    np.logical_not: "xp.logical_not(xp.astype({0}, xp.bool, copy=False))",
+    **{uf: f"xp.{uf.__name__}(xp.astype({{0}}, xp.bool, copy=False), xp.astype({{1}}, xp.bool, copy=False))"
+       for uf in (np.logical_and, np.logical_or, np.logical_xor)},
+}
 # How compiled code spells them on Python floats (ad.compiler.codegen's scalar specialisation): ``math``
 # and plain arithmetic, numpy's value wherever these return one; where numpy says inf or nan
 # they raise (1.0 / 0.0, math.log(0.0), overflow) and the compiled function reruns in numpy.
@@ -173,6 +191,7 @@ def _ufunc_primitive(uf: np.ufunc) -> Primitive:
                                             elementwise=True, linear_in=LINEAR_IN.get(uf, ()),
                                             multilinear_in=MULTILINEAR_IN.get(uf, ()),
                                             spelling=OPERATORS.get(uf), scalar_spelling=SCALAR_SPELLINGS.get(uf),
+                                            array_api_spelling=ARRAY_API_SPELLINGS.get(uf),
                                             samples=SAMPLES[uf],
                                             kink=KINKS.get(uf), complex_rule=uf in COMPLEX,
                                             correctly_rounded=uf in CORRECTLY_ROUNDED)

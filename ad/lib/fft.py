@@ -101,6 +101,23 @@ def _fftn_spelling(args, params) -> str:
     return f"np.fft.{name}({args[0]}, s={params['s']}, axes={params['axes']}, norm={params['norm']!r})"
 
 
+# numpy's fftn, ifftn and irfftn over an array namespace (compiled array code): a real input is
+# complex with no imaginary part, as numpy takes it (the standard's take complex input only)
+
+def _complex_over(a, xp):
+    if xp.isdtype(a.dtype, "complex floating"):
+        return a
+    return xp.astype(a, xp.complex64 if a.dtype == xp.float32 else xp.complex128)
+
+
+def _fftn_over(a, *, s, axes, norm, inverse, xp):
+    return (xp.fft.ifftn if inverse else xp.fft.fftn)(_complex_over(a, xp), s=s, axes=axes, norm=norm)
+
+
+def _irfftn_over(a, *, s, axes, norm, xp):
+    return xp.fft.irfftn(_complex_over(a, xp), s=s, axes=axes, norm=norm)
+
+
 def _samples(*calls, real: bool = False):
     """One sample per (input shape, params): literal shapes, since s and axes depend on them;
     ``real``: the input stays real at complex dtypes (rfftn's)."""
@@ -109,7 +126,7 @@ def _samples(*calls, real: bool = False):
 
 fftn_p = Primitive(
     "fftn", _fftn, params=("s", "axes", "norm", "inverse"), function=np.fft.fftn, linear_in=(0,),
-    complex_rule=True, spelling=_fftn_spelling,
+    complex_rule=True, spelling=_fftn_spelling, array_api_impl=_fftn_over,
     doc="The complex DFT (inverse: numpy's ifftn) over axes, after resizing them to s.",
     samples=_samples(((4,), dict(s=(4,), axes=(0,), norm="backward", inverse=False)),
                      ((3, 4), dict(s=(5, 3), axes=(0, 1), norm="ortho", inverse=False)),
@@ -126,6 +143,7 @@ rfftn_p = Primitive(
 irfftn_p = Primitive(
     "irfftn", lambda a, s, axes, norm: np.fft.irfftn(a, s=s, axes=axes, norm=norm),
     params=("s", "axes", "norm"), function=np.fft.irfftn, linear_in=(0,), complex_rule=True,
+    array_api_impl=_irfftn_over,
     doc="The real signal of sizes s of a half spectrum (numpy's irfftn).",
     samples=_samples(((3,), dict(s=(4,), axes=(0,), norm="backward")),
                      ((3,), dict(s=(5,), axes=(0,), norm="ortho")),

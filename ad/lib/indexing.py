@@ -48,6 +48,8 @@ nonzero_p = Primitive("nonzero", lambda x: np.nonzero(x), multiple_results=True,
 argsort_p = Primitive("argsort", lambda x, axis: np.argsort(x, axis=axis, kind="stable"),
                       params=("axis",), function=np.argsort,
                       spelling="np.argsort({0}, axis={axis}, kind='stable')",
+                      array_api_spelling=lambda args, params:      # (the standard's axis is an int)
+                          None if params["axis"] is None else f"xp.argsort({args[0]}, axis={params['axis']}, stable=True)",
                       samples=(Sample((DISTINCT,), {"axis": 0}, ARRAYS),))
 batch_rule(argsort_p)(shifted_axes(argsort_p, "axis", none_is_all=False))
 non_differentiable(nonzero_p, argsort_p)

@@ -172,11 +172,28 @@ det_p = Primitive("det", np.linalg.det, function=np.linalg.det, complex_rule=Tru
                   samples=(Sample((WELL,), shapes=MATRIX), Sample((matrix((2, 3, 3), "well"),), shapes=MATRIX)))
 slogdet_p = Primitive("slogdet", lambda a: tuple(np.linalg.slogdet(a)), multiple_results=True,
                       function=np.linalg.slogdet, complex_rule=True, samples=(Sample((WELL,), shapes=MATRIX),))
+def _one_triangle_source(x: str, lower: bool) -> str:
+    """The Hermitian matrix of one triangle of ``x``, as array code writes it: numpy's
+    factorizations read one triangle, the standard leaves a non-Hermitian input undefined
+    (JAX's symmetrizes it)."""
+    tri, k = ("xp.tril", -1) if lower else ("xp.triu", 1)
+    return f"{tri}({x}) + xp.conj(xp.matrix_transpose({tri}({x}, k={k})))"
+
+
+def _cholesky_array_api_spelling(args, params) -> str:
+    """numpy's upper factor is the conjugate transpose of the lower one, of the upper triangle."""
+    lower = f"xp.linalg.cholesky({_one_triangle_source(args[0], not params['upper'])})"
+    return f"xp.conj(xp.matrix_transpose({lower}))" if params["upper"] else lower
+
+
 cholesky_p = Primitive("cholesky", lambda a, upper: np.linalg.cholesky(a, upper=upper),
+                       array_api_spelling=_cholesky_array_api_spelling,
                        params=("upper",), function=np.linalg.cholesky, complex_rule=True,
                        samples=tuple(Sample((matrix((3, 3), "separated"),), {"upper": upper}, MATRIX)
                                      for upper in (False, True)))
 eigh_p = Primitive("eigh", lambda a, UPLO: tuple(np.linalg.eigh(a, UPLO=UPLO)), params=("UPLO",),
+                   array_api_spelling=lambda args, params:
+                       f"xp.linalg.eigh({_one_triangle_source(args[0], params['UPLO'] == 'L')})",
                    multiple_results=True, function=np.linalg.eigh, complex_rule=True,
                    doc="Eigenvalues (real) and eigenvectors of the Hermitian matrix of one triangle. "
                        "Complex eigenvectors: only phase-free losses have a gradient (see the module).",
@@ -184,6 +201,7 @@ eigh_p = Primitive("eigh", lambda a, UPLO: tuple(np.linalg.eigh(a, UPLO=UPLO)), 
                                         call=lambda a, uplo=uplo: _eigh_phase_free(a, uplo)) for uplo in "LU"))
 svd_p = Primitive("svd", lambda a: tuple(np.linalg.svd(a, full_matrices=False)), multiple_results=True,
                   function=np.linalg.svd, spelling="np.linalg.svd({0}, full_matrices=False)", complex_rule=True,
+                  array_api_spelling="xp.linalg.svd({0}, full_matrices=False)",
                   doc="The reduced SVD: u (..., m, k), s (..., k), vh (..., k, n). Complex singular vectors: "
                       "only losses free of their phases (u_k, vh_k) -> (u_k, vh_k) e^{i phi} have a gradient.",
                   samples=SVD_SAMPLES)
@@ -192,6 +210,8 @@ qr_p = Primitive("qr", lambda a: tuple(np.linalg.qr(a)), multiple_results=True, 
                  doc="The reduced QR decomposition: q (..., m, k), r (..., k, n), r's diagonal real "
                      "(LAPACK's, so q and r are unique up to signs that stay put).")
 pinv_p = Primitive("pinv", lambda a, rcond, hermitian: np.linalg.pinv(a, rcond, hermitian),
+                   array_api_spelling=lambda args, params:     # numpy's rcond is the standard's rtol
+                       None if params["hermitian"] else f"xp.linalg.pinv({args[0]}, rtol={params['rcond']!r})",
                    params=("rcond", "hermitian"), function=np.linalg.pinv, complex_rule=True,
                    samples=(Sample((matrix((4, 3), "spread"),), {"rcond": 1e-15, "hermitian": False}, MATRIX),))
 eig_p = Primitive("eig", _eig_impl, multiple_results=True, complex_rule=True,

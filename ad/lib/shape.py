@@ -22,8 +22,12 @@ def _concatenate_spelling(args, params) -> str:
     return f"np.concatenate(({', '.join(args)},), axis={params['axis']})"
 
 
+def _concat_spelling(args, params) -> str:
+    return f"xp.concat(({', '.join(args)},), axis={params['axis']})"
+
+
 concatenate_p = Primitive("concatenate", _concatenate, params=("axis",), function=np.concatenate, linear_in="all",
-                          spelling=_concatenate_spelling, complex_rule=True,
+                          spelling=_concatenate_spelling, array_api_spelling=_concat_spelling, complex_rule=True,
                           samples=(Sample((F, Y), {"axis": 0}, ARRAYS),))
 roll_p = Primitive("roll", lambda x, shift, axis: np.roll(x, shift, axis), params=("shift", "axis"),
                    function=np.roll, linear_in=(0,), complex_rule=True,

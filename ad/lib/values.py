@@ -15,6 +15,7 @@ from ..tangents import NoTangent
 from .numeric import as_array
 
 round_p = Primitive("round", lambda x, decimals: np.round(x, decimals), params=("decimals",),
+                    array_api_spelling=lambda args, params: f"xp.round({args[0]})" if params["decimals"] == 0 else None,
                     function=np.round, samples=(Sample((In(avoid=(-1.5, -0.5, 0.5, 1.5)),), {"decimals": 0}),))
 non_differentiable(round_p)
 batch_rule(round_p)(elementwise(round_p))     # elementwise, with a param
@@ -65,8 +66,14 @@ def _array_equiv(a1, a2):
 
 real_p = Primitive("real", np.real, function=np.real, elementwise=True, linear_in=(0,),
                    complex_rule=True, samples=(Sample((F,)),))
+def _imag_over(z, xp):
+    """numpy's imag over an array namespace: zeros for a real array (the standard's imag takes
+    complex arrays only)."""
+    return xp.imag(z) if xp.isdtype(z.dtype, "complex floating") else xp.zeros_like(z)
+
+
 imag_p = Primitive("imag", np.imag, function=np.imag, elementwise=True, linear_in=(0,),
-                   complex_rule=True, samples=(Sample((F,)),))
+                   complex_rule=True, array_api_impl=_imag_over, samples=(Sample((F,)),))
 
 
 @rrule(real_p)

@@ -15,19 +15,20 @@ from ..rules import batch_rule, rrule
 from ..samples import IMAGES, MATRIX, Sample
 
 
-def _moments(x, axes, eps):
+def _moments(x, axes, eps, xp=np):
     """``(x - mean, 1 / sqrt(var + eps))`` over ``axes`` (biased variance, as every framework);
-    written with primitives, so the rule body below records it in the forward pass."""
-    centered = x - np.mean(x, axis=axes, keepdims=True)
-    return centered, 1 / np.sqrt(np.mean(centered * centered, axis=axes, keepdims=True) + eps)
+    written with primitives, so the rule body below records it in the forward pass. Over the
+    array namespace ``xp``: the impl is compiled array code's too (``array_api_impl``)."""
+    centered = x - xp.mean(x, axis=axes, keepdims=True)
+    return centered, 1 / xp.sqrt(xp.mean(centered * centered, axis=axes, keepdims=True) + eps)
 
 
-def _standardize(x, *, axes, eps):
-    centered, inv = _moments(x, axes, eps)
+def _standardize(x, *, axes, eps, xp=np):
+    centered, inv = _moments(x, axes, eps, xp)
     return centered * inv
 
 
-standardize_p = Primitive("standardize", _standardize, params=("axes", "eps"),
+standardize_p = Primitive("standardize", _standardize, params=("axes", "eps"), array_api_impl=_standardize,
                           doc="(x - mean) / sqrt(var + eps) over `axes`.",
                           samples=(Sample((IMAGES,), {"axes": (0, 2), "eps": 1e-3}, MATRIX),))
 

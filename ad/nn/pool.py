@@ -27,7 +27,7 @@ from ..rules import batch_rule, linear_rule, rrule
 from ..samples import IMAGES, MATRIX, In, Sample
 from .geometry import ntuple, out_shape, padding_pairs
 from .layout import per_axis
-from .windows import batch_first, batch_last, crop, offsets, padded_shape
+from .windows import batch_first, batch_last, crop, first_over, offsets, padded_over, padded_shape, placed
 
 PARAMS = ("window", "stride", "padding", "dilation")
 
@@ -46,21 +46,25 @@ def _max_pool(x, *, window, stride, padding, dilation):
     return batch_first(y)
 
 
-def _first_maxima(x, y, window, stride, padding, dilation):
-    """Per window offset: (slices, mask of the windows whose first maximum sits at this offset)."""
-    padded = batch_last(x, padding, -np.inf)
-    target = batch_last(y)
-    windows = _windows(np.shape(x), window, stride, padding, dilation)
+def _first_maxima(padded, target, windows):
+    """Per window offset: (slices, mask of the windows whose first maximum sits at this offset),
+    of the batch-last padded ``x`` and ``y = max_pool(x)`` (numpy's arrays or any namespace's)."""
     unclaimed = None
     for k, (_, w) in enumerate(windows):
-        hit = np.equal(padded[w], target)
+        hit = padded[w + (...,)] == target          # (the standard's index names every axis)
         if unclaimed is None:
             unclaimed = ~hit
         else:
-            hit &= unclaimed
+            hit = hit & unclaimed
             if k < len(windows) - 1:
-                unclaimed ^= hit
+                unclaimed = unclaimed ^ hit
         yield w, hit
+
+
+def _maxima(x, y, window, stride, padding, dilation):
+    """``_first_maxima`` of numpy arrays."""
+    windows = _windows(np.shape(x), window, stride, padding, dilation)
+    return _first_maxima(batch_last(x, padding, -np.inf), batch_last(y), windows)
 
 
 def _disjoint(window, stride, padding, dilation) -> bool:
@@ -72,7 +76,7 @@ def _max_unpool(dy, x, y, *, window, stride, padding, dilation):
     dy_t = batch_last(dy)
     padded = np.zeros(padded_shape(np.shape(x), padding), dtype=np.result_type(dy))
     disjoint = _disjoint(window, stride, padding, dilation)
-    for w, hit in _first_maxima(x, y, window, stride, padding, dilation):
+    for w, hit in _maxima(x, y, window, stride, padding, dilation):
         target = padded[w]
         if disjoint:
             np.multiply(dy_t, hit, out=target)
@@ -84,7 +88,7 @@ def _max_unpool(dy, x, y, *, window, stride, padding, dilation):
 def _max_select(dx, x, y, *, window, stride, padding, dilation):
     dx_t = batch_last(dx, padding)
     out = np.zeros(np.shape(y)[1:] + np.shape(y)[:1], dtype=np.result_type(dx))
-    for w, hit in _first_maxima(x, y, window, stride, padding, dilation):
+    for w, hit in _maxima(x, y, window, stride, padding, dilation):
         out += dx_t[w] * hit
     return batch_first(out)
 
@@ -106,6 +110,53 @@ def _mean_unpool(dy, *, shape, window, stride, padding, dilation):
     return batch_first(crop(padded, padding))
 
 
+# -- the same over an array namespace ``xp`` (compiled array code, ``array_api_impl``), written
+# as ad.nn.windows writes im2col's: no in-place writes, sums in numpy's order
+
+def _maxima_over(x, y, window, stride, padding, dilation, xp):
+    windows = _windows(tuple(x.shape), window, stride, padding, dilation)
+    return _first_maxima(padded_over(x, padding, -math.inf, xp), padded_over(y, None, 0, xp), windows)
+
+
+def _summed(parts):
+    """The parts added in order (a window offset's share each)."""
+    total = None
+    for part in parts:
+        total = part if total is None else total + part
+    return total
+
+
+def _max_pool_over(x, *, window, stride, padding, dilation, xp):
+    padded = padded_over(x, padding, -math.inf, xp)
+    views = [padded[w + (...,)] for _, w in _windows(tuple(x.shape), window, stride, padding, dilation)]
+    return first_over(functools.reduce(xp.maximum, views), xp)
+
+
+def _max_unpool_over(dy, x, y, *, window, stride, padding, dilation, xp):
+    dy_t, size = padded_over(dy, None, 0, xp), padded_shape(tuple(x.shape), padding)
+    total = _summed(placed(dy_t * xp.astype(hit, dy_t.dtype), w, size, xp)
+                    for w, hit in _maxima_over(x, y, window, stride, padding, dilation, xp))
+    return first_over(crop(total, padding), xp)
+
+
+def _max_select_over(dx, x, y, *, window, stride, padding, dilation, xp):
+    dx_t = padded_over(dx, padding, 0, xp)
+    return first_over(_summed(dx_t[w + (...,)] * xp.astype(hit, dx_t.dtype)
+                              for w, hit in _maxima_over(x, y, window, stride, padding, dilation, xp)), xp)
+
+
+def _mean_pool_over(x, *, window, stride, padding, dilation, xp):
+    padded = padded_over(x, padding, 0, xp)
+    total = _summed(padded[w + (...,)] for _, w in _windows(tuple(x.shape), window, stride, padding, dilation))
+    return first_over(total * (1 / math.prod(window)), xp)
+
+
+def _mean_unpool_over(dy, *, shape, window, stride, padding, dilation, xp):
+    share, size = padded_over(dy, None, 0, xp) * (1 / math.prod(window)), padded_shape(shape, padding)
+    total = _summed(placed(share, w, size, xp) for _, w in _windows(shape, window, stride, padding, dilation))
+    return first_over(crop(total, padding), xp)
+
+
 GEOMETRY = dict(window=(2, 2), stride=(1, 2), padding=((1, 0), (0, 0)), dilation=(1, 1))
 DISTINCT_IMAGES = In(IMAGES.shape, -4.0, 4.0, apart=True)     # no window ties
 POOLED = In((2, 3, 5, 2))                                      # IMAGES pooled with GEOMETRY
@@ -117,16 +168,19 @@ def _with_maxima(d, x, _):
 
 
 max_pool_p = Primitive("max_pool", _max_pool, params=PARAMS, doc="The maximum of each window.",
+                       array_api_impl=_max_pool_over,
                        samples=(Sample((DISTINCT_IMAGES,), GEOMETRY, MATRIX),))
-max_unpool_p = Primitive("max_unpool", _max_unpool, params=PARAMS, linear_in=(0,),
+max_unpool_p = Primitive("max_unpool", _max_unpool, params=PARAMS, linear_in=(0,), array_api_impl=_max_unpool_over,
                          doc="dy routed to the first maximum of each window of x (y = max_pool(x)).",
                          samples=(Sample((POOLED, DISTINCT_IMAGES, POOLED), GEOMETRY, MATRIX, derive=_with_maxima),))
-max_select_p = Primitive("max_select", _max_select, params=PARAMS, linear_in=(0,),
+max_select_p = Primitive("max_select", _max_select, params=PARAMS, linear_in=(0,), array_api_impl=_max_select_over,
                          doc="dx read at the first maximum of each window of x: max_unpool's transpose.",
                          samples=(Sample((IMAGES, DISTINCT_IMAGES, POOLED), GEOMETRY, MATRIX, derive=_with_maxima),))
 mean_pool_p = Primitive("mean_pool", _mean_pool, params=PARAMS, linear_in=(0,), doc="The mean of each window.",
+                        array_api_impl=_mean_pool_over,
                         samples=(Sample((IMAGES,), GEOMETRY, MATRIX),))
 mean_unpool_p = Primitive("mean_unpool", _mean_unpool, params=("shape",) + PARAMS, linear_in=(0,),
+                          array_api_impl=_mean_unpool_over,
                           doc="dy spread evenly over each window: mean_pool's transpose.",
                           samples=(Sample((POOLED,), dict(shape=IMAGES.shape, **GEOMETRY), MATRIX),))
 

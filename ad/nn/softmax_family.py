@@ -20,15 +20,16 @@ from ..rules import batch_rule, rrule
 from ..samples import IMAGES, MATRIX, Sample
 
 
-def _shifted_exp(x, axis):
+def _shifted_exp(x, axis, xp=np):
     """``(shift, x - shift, exp(x - shift), its sum)`` with the stabilising shift ``max(x)``,
     written with primitives: in a rule body they are recorded once, in the forward pass, and
-    the pullback reuses ``exp`` instead of computing it again."""
-    m = np.max(x, axis=axis, keepdims=True)
-    shift = np.where(np.isfinite(m), m, 0)
+    the pullback reuses ``exp`` instead of computing it again. Over the array namespace ``xp``:
+    the impls below are compiled array code's too (``array_api_impl``)."""
+    m = xp.max(x, axis=axis, keepdims=True)
+    shift = xp.where(xp.isfinite(m), m, 0)
     s = x - shift
-    e = np.exp(s)
-    return shift, s, e, np.sum(e, axis=axis, keepdims=True)
+    e = xp.exp(s)
+    return shift, s, e, xp.sum(e, axis=axis, keepdims=True)
 
 
 def _nonzero(total):
@@ -36,28 +37,29 @@ def _nonzero(total):
     return np.where(total == 0, 1, total)
 
 
-def _softmax(x, axis):
-    _, _, e, total = _shifted_exp(x, axis)
+def _softmax(x, axis, xp=np):
+    _, _, e, total = _shifted_exp(x, axis, xp)
     return e / total
 
 
-def _log_softmax(x, axis):
-    _, s, _, total = _shifted_exp(x, axis)
-    return s - np.log(total)
+def _log_softmax(x, axis, xp=np):
+    _, s, _, total = _shifted_exp(x, axis, xp)
+    return s - xp.log(total)
 
 
-def _logsumexp(x, axis, keepdims):
-    shift, _, _, total = _shifted_exp(x, axis)
+def _logsumexp(x, axis, keepdims, xp=np):
+    shift, _, _, total = _shifted_exp(x, axis, xp)
     with np.errstate(divide="ignore"):          # an all -inf slice: log(0) = -inf is the answer
-        out = np.log(total) + shift
-    return out if keepdims else np.squeeze(out, axis=axis)
+        out = xp.log(total) + shift
+    return out if keepdims else xp.squeeze(out, axis=axis)
 
 
 softmax_p = Primitive("softmax", _softmax, params=("axis",), doc="exp(x) / sum(exp(x), axis)",
-                     samples=(Sample((IMAGES,), {"axis": (1, 3)}, MATRIX),))
+                     array_api_impl=_softmax, samples=(Sample((IMAGES,), {"axis": (1, 3)}, MATRIX),))
 log_softmax_p = Primitive("log_softmax", _log_softmax, params=("axis",), doc="x - logsumexp(x, axis)",
-                          samples=(Sample((IMAGES,), {"axis": (3,)}, MATRIX),))
+                          array_api_impl=_log_softmax, samples=(Sample((IMAGES,), {"axis": (3,)}, MATRIX),))
 logsumexp_p = Primitive("logsumexp", _logsumexp, params=("axis", "keepdims"), doc="log(sum(exp(x), axis))",
+                        array_api_impl=_logsumexp,
                         samples=(Sample((IMAGES,), {"axis": (2,), "keepdims": False}, MATRIX),))
 
 

@@ -29,22 +29,24 @@ def _erf(x):
     return scipy.special.erf(np.asarray(x, dtype=np.float64)).astype(np.result_type(x, np.float32), copy=False)
 
 
-def _sigmoid(x):
+def _sigmoid(x, xp=np):
     """``1 / (1 + exp(-x))`` without overflow, and with full relative precision for x << 0. The
-    split at 0 is for real x; complex z take the formula itself (holomorphic, as its rule)."""
-    if np.iscomplexobj(x):
-        return 1 / (1 + np.exp(-x))
-    e = np.exp(-np.abs(x))
-    return np.where(np.asarray(x) >= 0, 1 / (1 + e), e / (1 + e))
+    split at 0 is for real x; complex z take the formula itself (holomorphic, as its rule).
+    Written over the array namespace ``xp``: compiled array code calls it too."""
+    x = xp.asarray(x)
+    if xp.isdtype(x.dtype, "complex floating"):
+        return 1 / (1 + xp.exp(-x))
+    e = xp.exp(-xp.abs(x))
+    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
 
 
 erf_p = Primitive("erf", _erf, elementwise=True, doc="The error function (elementwise).",
                   samples=(Sample((IMAGES,), shapes=MATRIX),))
-sigmoid_p = Primitive("sigmoid", _sigmoid, elementwise=True, complex_rule=True,
+sigmoid_p = Primitive("sigmoid", _sigmoid, elementwise=True, complex_rule=True, array_api_impl=_sigmoid,
                       doc="The logistic function 1 / (1 + exp(-x)) (elementwise).",
                       samples=(Sample((IMAGES,), shapes=MATRIX),))
 relu_p = Primitive("relu", lambda x: np.maximum(x, 0), elementwise=True, doc="max(x, 0) (elementwise).",
-                   correctly_rounded=True,
+                   correctly_rounded=True, array_api_spelling="xp.maximum({0}, 0)",
                    samples=(Sample((In(IMAGES.shape, avoid=(0.0,)),), shapes=MATRIX),))
 
 scalar_rule(erf_p, lambda x, y: TWO_OVER_SQRT_PI * np.exp(-x * x))

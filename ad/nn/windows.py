@@ -64,8 +64,9 @@ def padded_shape(shape, padding) -> tuple[int, ...]:
 
 
 def crop(padded, padding):
-    """The unpadded part of a ``(C, *padded S, N)`` array, as a view."""
-    return padded[(slice(None),) + tuple(slice(lo, n - hi) for n, (lo, hi) in zip(padded.shape[1:], padding))]
+    """The unpadded part of a ``(C, *padded S, N)`` array, as a view (any namespace's: the index
+    names every axis, as the array API standard asks)."""
+    return padded[(slice(None),) + tuple(slice(lo, n - hi) for n, (lo, hi) in zip(padded.shape[1:], padding)) + (...,)]
 
 
 @functools.lru_cache(maxsize=512)
@@ -78,6 +79,72 @@ def offsets(kernel, stride, dilation, positions) -> tuple:
     return tuple((every + offset, every + tuple(slice(k * d, k * d + s * (p - 1) + 1, s)
                                                 for k, d, s, p in zip(offset, dilation, stride, positions)))
                  for offset in itertools.product(*map(range, kernel)))
+
+
+# -- the same over an array namespace ``xp`` (compiled array code, ``array_api_impl``): no
+# in-place writes (JAX's arrays have none). Padding is concatenated; a window's share of an
+# array is placed by interleaving and concatenating zeros, and the shares are summed in the
+# order numpy's loops add them, so the sums are numpy's.
+
+def padded_over(x, padding, fill, xp):
+    """``batch_last`` over ``xp``: ``(N, C, *S) -> (C, *padded S, N)``."""
+    out = xp.permute_dims(x, tuple(range(1, x.ndim)) + (0,))
+    for axis, (lo, hi) in enumerate(padding or (), start=1):
+        out = _between(_filled(out, axis, lo, fill, xp), out, _filled(out, axis, hi, fill, xp), axis, xp)
+    return out
+
+
+def first_over(y, xp):
+    """``batch_first`` over ``xp``: ``(C, *P, N) -> (N, C, *P)``."""
+    return xp.permute_dims(y, (y.ndim - 1,) + tuple(range(y.ndim - 1)))
+
+
+def placed(block, window, shape, xp):
+    """Zeros of ``shape`` ``(C, *padded S, N)`` holding ``block`` at ``window`` (its strided
+    slices of the spatial axes, as ``offsets`` gives them): what ``zeros[window] = block`` writes."""
+    for axis, part in enumerate(window[1:], start=1):
+        n = block.shape[axis]
+        if part.step > 1 and n > 1:            # the step's gaps: zeros after each element, the last dropped
+            gaps = xp.zeros(block.shape, dtype=block.dtype, device=block.device)
+            spread = xp.stack([block] + [gaps] * (part.step - 1), axis=axis + 1)
+            block = xp.reshape(spread, block.shape[:axis] + (n * part.step,) + block.shape[axis + 1:])
+            block = block[(slice(None),) * axis + (slice(0, (n - 1) * part.step + 1), ...)]
+        after = shape[axis] - part.start - block.shape[axis]
+        block = _between(_filled(block, axis, part.start, 0, xp), block, _filled(block, axis, after, 0, xp), axis, xp)
+    return block
+
+
+def _filled(x, axis: int, size: int, fill, xp):
+    """``x``'s shape but ``size`` along ``axis``, filled with ``fill`` (None if empty)."""
+    if not size:
+        return None
+    return xp.full(x.shape[:axis] + (size,) + x.shape[axis + 1:], fill, dtype=x.dtype, device=x.device)
+
+
+def _between(before, x, after, axis: int, xp):
+    """``x`` with ``before`` and ``after`` (None: nothing) concatenated along ``axis``."""
+    if before is None and after is None:
+        return x
+    return xp.concat([part for part in (before, x, after) if part is not None], axis=axis)
+
+
+def _im2col_over(x, *, kernel, stride, padding, dilation, groups, xp):
+    n, c, *spatial = x.shape
+    positions = out_shape(spatial, kernel, stride, padding, dilation)
+    padded = padded_over(x, padding, 0, xp)
+    cols = xp.stack([padded[window + (...,)] for _, window in offsets(kernel, stride, dilation, positions)], axis=1)
+    return xp.reshape(cols, (groups, c // groups * math.prod(kernel), math.prod(positions) * n))
+
+
+def _col2im_over(cols, *, shape, kernel, stride, padding, dilation, groups, xp):
+    n, c, *spatial = shape
+    positions = out_shape(spatial, kernel, stride, padding, dilation)
+    blocks = xp.reshape(cols, (c, math.prod(kernel)) + positions + (n,))
+    size, total = padded_shape(shape, padding), None
+    for k, (_, window) in enumerate(offsets(kernel, stride, dilation, positions)):
+        part = placed(blocks[:, k, ...], window, size, xp)
+        total = part if total is None else total + part
+    return first_over(crop(total, padding), xp)
 
 
 def _im2col(x, *, kernel, stride, padding, dilation, groups):
@@ -101,10 +168,10 @@ def _col2im(cols, *, shape, kernel, stride, padding, dilation, groups):
 
 
 GEOMETRY = dict(kernel=(3, 2), stride=(2, 1), padding=((1, 1), (0, 1)), dilation=(1, 2), groups=3)
-im2col_p = Primitive("im2col", _im2col, params=PARAMS, linear_in=(0,),
+im2col_p = Primitive("im2col", _im2col, params=PARAMS, linear_in=(0,), array_api_impl=_im2col_over,
                      doc="The windows of x (N, C, *S) as columns: (groups, C/groups*kernel, positions*N).",
                      samples=(Sample((IMAGES,), GEOMETRY, MATRIX),))
-col2im_p = Primitive("col2im", _col2im, params=("shape",) + PARAMS, linear_in=(0,),
+col2im_p = Primitive("col2im", _col2im, params=("shape",) + PARAMS, linear_in=(0,), array_api_impl=_col2im_over,
                      doc="The transpose of im2col: adds each window column back into an array of `shape`.",
                      samples=(Sample((In((3, 6, 18)),), dict(shape=IMAGES.shape, **GEOMETRY), MATRIX),))
 

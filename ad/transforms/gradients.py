@@ -11,6 +11,7 @@ from ..gradtape import GradTape
 from ..reverse_mode.build import build, check_seed
 from .cache import TapeCache, rules_current, rules_of
 from ..reverse_mode.closure import eval_closure
+from ..compiler.array_api import host_arguments, keyed_arguments, namespace, unkeyed
 from ..compiler.codegen import compile_tape
 from ..errors import NonDifferentiableError
 from ..compiler.fused import Fused
@@ -19,15 +20,26 @@ from ..reverse_mode.pullback import pullback_of
 from ..passes import optimize as run_passes
 from ..tape import Tape
 from ..tracing import concrete, differentiated_inputs, has_tracer, input_values, trace_call
+from .examples import polymorphic, value_and_grad as examples_value_and_grad
 
 FORMS = ("lifted", "closure", "compiled", "fused")
 
 
-def grad_tape(f, *args, argnums=0, holomorphic: bool = False) -> GradTape:
+def grad_tape(f, *args, argnums=0, holomorphic: bool = False, examples=None, examples_axis: int = 0) -> GradTape:
     """The joint gradient tape of a scalar function: forward section, lifted backward section.
 
     ``gt(*new_args)`` returns ``(value, gradients)``; ``gt.forward``/``gt.backward`` are the two
     sections; ``gt.fallbacks`` lists rules that could not be lifted.
+
+    ``examples=``: the positions of the arguments that hold the examples (along
+    ``examples_axis``); the tape, optimized, is then polymorphic in their number ``n``
+    (``ad.transforms.examples``), and ``ad.compile`` writes it for any number of examples:
+
+    >>> loss = lambda w, X, y: np.mean((X @ w - y) ** 2)
+    >>> gt = ad.grad_tape(loss, np.zeros(2), np.ones((8, 2)), np.ones(8), examples=(1, 2))
+    >>> g = ad.compile(gt)
+    >>> "n = v1.shape[0]" in g.source, g(np.zeros(2), np.ones((3, 2)), np.ones(3))[1]
+    (True, array([-2., -2.]))
 
     >>> gt = ad.grad_tape(lambda A, B: np.sum(A @ B), np.ones((2, 3)), np.ones((3, 2)))
     >>> print(gt.backward)                  # dA = dy @ B.T, visible; B is the residual
@@ -43,6 +55,9 @@ def grad_tape(f, *args, argnums=0, holomorphic: bool = False) -> GradTape:
     array([[2., 2., 2.],
            [2., 2., 2.]])
     """
+    if examples is not None:
+        return polymorphic(lambda a: run_passes(_grad_tape(f, a, argnums, holomorphic)[1]), args, examples,
+                           examples_axis)
     return _grad_tape(f, args, argnums, holomorphic)[1]
 
 
@@ -82,7 +97,8 @@ class _Traced:
 
 
 def value_and_grad(f, argnums=0, *, form: str = "lifted", optimize: bool = True,
-                   max_traces: int = 8, holomorphic: bool = False):
+                   max_traces: int = 8, holomorphic: bool = False, examples=None, examples_axis: int = 0,
+                   xp=None):
     """``value_and_grad(f)(*args) -> (f(*args), gradient)``; see ``grad``.
 
     Tapes are cached per argument signature and, within one, per outcome of the guards the trace
@@ -96,9 +112,20 @@ def value_and_grad(f, argnums=0, *, form: str = "lifted", optimize: bool = True,
     """
     if form not in FORMS:
         raise ValueError(f"form={form!r}; choose one of {FORMS}")
+    if xp is not None and form != "compiled":
+        raise ValueError(f"xp= runs the compiled gradient on that array library: pass form='compiled' "
+                         f"(not form={form!r})")
+    xp = None if xp is None else namespace(xp)
+    if examples is not None:     # one compiled program for any number of examples, Dask arrays too
+        def gradient_tape(args):
+            gt = _grad_tape(f, args, argnums, holomorphic)[1]
+            return run_passes(gt) if optimize else gt
+        return examples_value_and_grad(gradient_tape, examples, examples_axis, form, xp)
     cache = TapeCache(max_traces)
 
     def new_tape(args):
+        if xp is not None:               # ad traces numpy code: on a host copy, once per trace
+            args = host_arguments(args)
         if form == "closure":
             primal = trace_call(f, args, argnums)
             return _Traced(primal, rules_of(primal))
@@ -114,8 +141,11 @@ def value_and_grad(f, argnums=0, *, form: str = "lifted", optimize: bool = True,
         traced = has_tracer(leaves) or bool(tape.captures)
         if form in ("compiled", "fused") and not traced:
             if entry.compiled is None:
-                entry.compiled = compile_tape(tape) if form == "compiled" else Fused(tape)
-            return entry.compiled.call_flat(tape.in_tree.select_traced(leaves))
+                entry.compiled = compile_tape(tape, xp=xp) if form == "compiled" else Fused(tape)
+            return entry.compiled.call_flat(tape.in_tree.select_traced(unkeyed(leaves) if xp else leaves))
+        if xp is not None:
+            raise NonDifferentiableError("xp= runs the compiled gradient on its arrays, which cannot run inside "
+                                         "another trace (a transform of this gradient): call it without xp=")
         if tape.fallbacks and traced:
             raise NonDifferentiableError(
                 "cannot differentiate through a gradient whose rules fell back to closures: "
@@ -123,18 +153,21 @@ def value_and_grad(f, argnums=0, *, form: str = "lifted", optimize: bool = True,
         return tape(*args)
 
     def value_and_grad_f(*args):
-        return cache.call(args, new_tape, run)
+        return cache.call(args if xp is None else keyed_arguments(args), new_tape, run)
     value_and_grad_f.cache = cache
     value_and_grad_f.cache_info = cache.info
     return value_and_grad_f
 
 
 def grad(f, argnums=0, *, form: str = "lifted", optimize: bool = True, max_traces: int = 8,
-         holomorphic: bool = False):
+         holomorphic: bool = False, examples=None, examples_axis: int = 0, xp=None):
     """The gradient of a scalar function, shaped like the differentiated argument(s).
 
     form: "lifted" (default) runs the lifted backward tape; "closure" calls the rules' pullback
-    closures in reverse; "compiled" runs generated numpy source; "fused" runs it with its
+    closures in reverse; "compiled" runs generated numpy source (with ``xp=``, an array namespace
+    or a shortcut such as ``"torch"``: the same code in the array API standard's names, run on
+    that library's arrays where they are, the function traced on a host copy of the arguments
+    once per trace, docs/arrays.md); "fused" runs it with its
     elementwise chains fused into C loops (docs/fused.md). All agree (to rounding). Tapes are
     cached per argument signature (and branch taken: see ``value_and_grad``), so repeated calls
     do not retrace; ``grad(f).cache_info()`` counts traces, hits and guard failures. Any output
@@ -144,6 +177,11 @@ def grad(f, argnums=0, *, form: str = "lifted", optimize: bool = True, max_trace
     ``df/dx - i df/dy``, HIPS autograd's and JAX's convention (PyTorch returns its conjugate);
     ``holomorphic=True`` accepts a complex output of complex inputs and returns ``f'(z)``.
 
+    ``examples=`` (with ``form="compiled"``): the positions of the arguments holding the
+    examples along ``examples_axis``; one program, traced once, for any number of them
+    (``grad_tape``'s), and on Dask arrays chunked along them a lazy Dask graph
+    (``dask.compute(*grads)``; docs/arrays.md).
+
     >>> ad.grad(lambda x: np.sum(np.sin(x)))(np.zeros(3))
     array([1., 1., 1.])
     >>> ad.grad(lambda z: np.abs(z) ** 2)(1 + 2j)
@@ -152,7 +190,7 @@ def grad(f, argnums=0, *, form: str = "lifted", optimize: bool = True, max_trace
     np.complex128(-3+0j)
     """
     vg = value_and_grad(f, argnums, form=form, optimize=optimize, max_traces=max_traces,
-                        holomorphic=holomorphic)
+                        holomorphic=holomorphic, examples=examples, examples_axis=examples_axis, xp=xp)
 
     def grad_f(*args):
         return vg(*args)[1]
