@@ -85,6 +85,7 @@ class GradTape(Tape):
 
     def __call__(self, *args, cotangents=()):
         flat = self.flatten_args(args)
+        self.check_shapes(flat)
         out = eval_tape(self, flat + list(cotangents))
         return self.split(out)
 

@@ -220,6 +220,7 @@ class Tape:
     # -- running ---------------------------------------------------------------------------
     def __call__(self, *args):
         flat = self.flatten_args(args)
+        self.check_shapes(flat)
         out = eval_tape(self, flat)
         return pytree.unflatten(self.out_tree, out) if self.out_tree is not None else tuple(out)
 
@@ -227,12 +228,26 @@ class Tape:
         """Flatten ``args`` like the traced arguments (then the captures); static leaves must be
         unchanged."""
         if self.in_tree is None:
-            return list(args) + list(self.captures)
-        leaves, tree = pytree.flatten(args)
-        if tree != self.in_tree.structure:
-            raise TypeError(f"argument structure {tree} does not match the traced structure "
-                            f"{self.in_tree.structure}; trace the function again for new structures")
-        return self.in_tree.select_traced(leaves) + list(self.captures)
+            flat = list(args) + list(self.captures)
+        else:
+            leaves, tree = pytree.flatten(args)
+            if tree != self.in_tree.structure:
+                raise TypeError(f"argument structure {tree} does not match the traced structure "
+                                f"{self.in_tree.structure}; trace the function again for new structures")
+            flat = self.in_tree.select_traced(leaves) + list(self.captures)
+        return flat
+
+    def check_shapes(self, flat: list) -> None:
+        """Refuse inputs of other shapes than the trace's: the equations hold the sizes they were
+        traced at (a mean's 1/n, a reshape's shape), so they would compute something else."""
+        for x, v, name in zip(flat, self.inputs, self.input_names):
+            shape = getattr(x, "shape", None)
+            if (np.shape(x) if shape is None else tuple(shape)) != v.aval.shape:
+                raise ValueError(
+                    f"input {name} ({v!r}) has shape {np.shape(x)}, the tape was traced at {v.aval.shape}: "
+                    "a tape holds the sizes it was traced at, so it would compute something else. Trace "
+                    "again at this shape (ad.grad and its forms re-trace by themselves), or make the "
+                    "gradient polymorphic in its number of examples (examples=, docs/arrays.md)")
 
     # -- views -----------------------------------------------------------------------------
     def replace(self, **changes) -> "Tape":

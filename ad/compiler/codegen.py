@@ -335,7 +335,10 @@ class Compiled:
         self.source, self.fn = _define(tape, name, self.scalar, self.xp)
 
     def __call__(self, *args, cotangents=()):
-        return self.call_flat(self.tape.flatten_args(args) + list(cotangents))
+        flat = self.tape.flatten_args(args)
+        if not is_polymorphic(self.tape):      # (polymorphic code checks its sizes itself)
+            self.tape.check_shapes(flat)
+        return self.call_flat(flat + list(cotangents))
 
     def run(self, flat: list) -> tuple:
         """The generated function on the flat inputs."""
