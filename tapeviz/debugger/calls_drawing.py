@@ -16,7 +16,10 @@ only, in its look, the edge dashed), and not at all between two calls' nodes (a 
 node says how much its call keeps); that keeps the forward column on the left. The tape's
 inputs are drawn where they are read, but a value read by more than a few drawn nodes (an
 RNN's weights) is drawn as a stub beside each of its readers in another cluster, as Netron
-draws a layer's weights: no long edges cross the drawing.
+draws a layer's weights: no long edges cross the drawing. An input read by one closed call
+alone (an imported network's weights, each read by its layer) is not drawn at all: the call's
+node says how many it reads (``reads 4 parameters``), its pullback's how many gradients it
+gives, and the sums that make those gradients out of the pullback's parts are drawn in it.
 """
 from __future__ import annotations
 
@@ -61,6 +64,8 @@ class Drawing:
         self.heads: dict = {}                # cluster -> its nodes written first
         self.levels: list = []               # ("level", scope), ("window", group): whose edges to draw
         self.inputs: set = set()
+        self.folded: dict = {}               # a node drawn in a closed call's -> that node
+        self.reads: dict = {}                # (kind, number) of a closed call -> the inputs drawn in it
         self._visit(0)
         self.edges = self._edges()
         for j in sorted(self.inputs):        # the tape's inputs, first in the column of their phase
@@ -215,6 +220,7 @@ class Drawing:
                 tables = self.gr["edges"][k][a:b]
             for flat in tables:
                 self._flows_of(flat, flows)
+        flows = self._fold(flows)
         readers: dict = {}
         for tail, head, _, _ in flows:
             readers.setdefault(tail, set()).add(head)
@@ -245,6 +251,36 @@ class Drawing:
             if kind == "data" and phase != "forward":
                 kind = phase
             flows.setdefault((tail, head, kind, backward), flat[n])
+
+    def _fold(self, flows: dict) -> dict:
+        """The flows, without the inputs whose every reader is a node of one closed call (and
+        that pass their checks): each is drawn in that call's nodes, and so are the sums of its
+        gradient drawn at a level (``sums``), in the node of their phase (the pullback's)."""
+        readers: dict = {}
+        for (_, head, _, _), x in flows.items():
+            if x < 0:
+                readers.setdefault(-1 - x, set()).add(self.nodes[head][2][:2])
+        inputs = self.d["inputs"]
+        for j, owners in readers.items():
+            kind, k = next(iter(owners))
+            target = f"{kind}/{LETTERS[inputs[j][5]]}/{k}"
+            if len(owners) > 1 or kind not in CLOSED or inputs[j][3] or target not in self.nodes:
+                continue
+            self.folded[inputs[j][0]] = target
+            self.reads.setdefault((kind, k), []).append(j)
+            for x in self.d["sums"][j]:          # those drawn as nodes of their own
+                name, into = self.equations.name(x), f"{kind}/{LETTERS[self.d['eqPhase'][x]]}/{k}"
+                node = self.nodes.get(name)
+                if node is not None and node[2] == ("eq", x) and into in self.nodes:
+                    self.folded[name] = into
+        if not self.folded:
+            return flows
+        out: dict = {}
+        for (tail, head, kind, backward), x in flows.items():
+            tail, head = self.folded.get(tail, tail), self.folded.get(head, head)
+            if tail != head and not (x < 0 and inputs[-1 - x][0] in self.folded):
+                out.setdefault((tail, head, kind, backward), x)
+        return out
 
     def _closed_node(self, name: str) -> bool:
         node = self.nodes.get(name)
@@ -277,8 +313,9 @@ class Drawing:
     def source(self) -> str:
         """The text, the node holding the cursor's equation framed."""
         current = self.holder(self.cursor)
+        current = self.folded.get(current, current)
         for name, (cluster, at, what) in self.nodes.items():
-            self.clusters[cluster][2][at] = self.statement(name, what, name == current)
+            self.clusters[cluster][2][at] = "" if name in self.folded else self.statement(name, what, name == current)
         children: dict = {}
         for name, (parent, _, _) in self.clusters.items():
             children.setdefault(parent, []).append(name)
@@ -290,7 +327,7 @@ class Drawing:
             if n:
                 statements = statements[-n:] + statements[:-n]
             body.append(f'{indent}subgraph "{name}" {{\n{indent}\tgraph {attrs}\n')
-            body.extend(indent + s for s in statements)
+            body.extend(indent + s for s in statements if s)
             for child in children.get(name, ()):
                 emit(child, indent + "\t")
             body.append(f"{indent}}}\n")
@@ -333,10 +370,28 @@ class Drawing:
         head, note, status = table["node"][k][phase]
         rows = self.d["nodeRows"]
         cells = (f"{rows[0]}{table['colour'][k]}{rows[1]}{head}{rows[2]}{note}{rows[3]}"
-                 f"{self.d['statusRows'][status] if status else ''}")
+                 f"{self.fold_rows(kind, k, phase)}{self.d['statusRows'][status] if status else ''}")
         return node_line(name, label(self.d, cells, style, status == "fail", current), self.d["openTip"],
                          f"tv{kind[0]}_{LETTERS[phase]}{k}", current)
 
+    def fold_rows(self, kind: str, k, phase: int) -> str:
+        """The rows of a closed call's node that say what is drawn in it: the inputs of its
+        column it reads (``reads 1 input and 4 parameters``), in the pullback's the gradients
+        it gives of the parameters among them."""
+        inputs, styles = self.d["inputs"], self.d["styles"]
+        folded = self.reads.get((kind, k), ())
+        counts: dict = {}
+        for j in folded:
+            if inputs[j][5] == phase:
+                counts[inputs[j][2]] = counts.get(inputs[j][2], 0) + 1
+        texts = []
+        if counts:
+            texts.append("reads " + " and ".join(f"{n} {styles[s]}{'s' if n != 1 else ''}"
+                                                 for s, n in sorted(counts.items())))
+        n = sum(1 for j in folded if styles[inputs[j][2]] == "parameter")
+        if n and PHASES[phase] == "backward":
+            texts.append(f"gives {n} gradient{'s' if n != 1 else ''}")
+        return "".join(text.join(self.d["foldRow"]) for text in texts)
 
 
 def label(data: dict, cells: str, style: int, failed, current: bool) -> str:

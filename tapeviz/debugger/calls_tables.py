@@ -23,6 +23,7 @@ from .navigation import NUMBERED
 WINDOW = 9                   # calls of an opened group drawn at most: the anchor's and 3 or more each side
 STUB_READERS = 3             # a value read by more drawn nodes: a stub beside each reader in another cluster
 EDGE_KINDS = ("data", "residual", "accumulate")
+GRADIENT_KINDS = (OriginKind.ACCUMULATE, OriginKind.ZEROS)     # an input's gradient made outside the calls
 LETTERS = "fbt"              # a phase's letter in node names and ids
 HEADS = ("{}", "pullback of {}", "pushforward of {}")
 NODE_STYLES = ("intermediate", "cotangent", "tangent")     # a call's node, by phase
@@ -63,8 +64,11 @@ def calls_data(model) -> dict:
     Per group (``groups``): ``parent``, ``calls``, ``first``, ``count``, ``key`` (the outline's:
     the parent's path and the function's name), ``node``, ``cluster``, ``loose`` and
     ``looseSlot`` (the level's equations it holds, ``_loose``), ``edges``
-    (``_edges_within_groups``). Per input (``inputs``): its node and its stub's label rows. And the looks and attributes
-    a drawing writes (``head``, ``tops``, ``edges``, ``stubRow``...)."""
+    (``_edges_within_groups``). Per input (``inputs``): its node and its stub's label rows;
+    ``sums``: the equations that make its gradient out of the pullbacks' parts (fan-in sums, in
+    the input's scope, the top level; a gradient no path reaches), drawn in the pullback of the
+    call that reads the input when only one does. And the looks and attributes a drawing writes
+    (``head``, ``tops``, ``edges``, ``stubRow``, ``foldRow``...)."""
     g = model.graph
     eqns, gt = model.eqns, model.gt
     ids: dict = {(): 0}
@@ -73,6 +77,7 @@ def calls_data(model) -> dict:
     made = {v: -1 - j for j, v in enumerate(gt.inputs)}
     input_phase = [PHASES.index(g.nodes[repr(v)]["phase"]) for v in gt.inputs]
     eq_scope, eq_phase = [], []
+    sums: list = [[] for _ in gt.inputs]
     phase_code = {k: PHASES.index(k.phase) for k in OriginKind}
 
     def scope_id(path: tuple, i: int) -> int:
@@ -123,6 +128,8 @@ def calls_data(model) -> dict:
             pk, pph = (eq_scope[p], eq_phase[p]) if p >= 0 else (0, input_phase[-1 - p])
             edge = 1 if ph and not pph else 2 if kind is OriginKind.ACCUMULATE else 0
             edges[k if pk == k else meet(pk, k)] += [p, i, edge]
+        if kind in GRADIENT_KINDS and made.get(e.origin.of, 0) < 0:
+            sums[-1 - made[e.origin.of]].append(i)
         for v in e.outputs:
             made[v] = i
     data = {"upward": bool(g.graph["gradient"]), "head": dot_head(), "tops": tops(),
@@ -130,7 +137,8 @@ def calls_data(model) -> dict:
             "looks": [_look(labels.KINDS[s]) for s in STYLES], "failedLook": _look(labels.FAILED),
             "currentLook": _look(labels.CURRENT), "window": WINDOW, "stubReaders": STUB_READERS,
             "eqScope": eq_scope, "eqPhase": eq_phase,
-            "inputs": [_input(g, v, input_phase[j]) for j, v in enumerate(gt.inputs)],
+            "inputs": [_input(g, v, input_phase[j]) for j, v in enumerate(gt.inputs)], "sums": sums,
+            "foldRow": label_cells([Row("note", "\x00")], "intermediate", False)[0].split("\x00"),
             "summary": [_summary_parts(p) for p in range(len(PHASES))], "summaryTip": tip_text(SUMMARY_TIP),
             "stubRow": label_cells([Row("head", "\x00")], "input", False)[0].split("\x00"),
             "openTip": tip_text(OPEN_TIP), "closeTip": tip_text(CLOSE_TIP),

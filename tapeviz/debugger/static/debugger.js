@@ -2280,6 +2280,8 @@ class CallsDrawing {
     this.heads = new Map();
     this.levels = [];
     this.inputs = new Set();
+    this.folded = new Map();                 // a node drawn in a closed call's -> that node
+    this.reads = new Map();                  // "kind k" of a closed call -> the inputs drawn in it
     this.visit(0);
     this.edges = this.allEdges();
     for (const j of [...this.inputs].sort((a, b) => a - b)) {
@@ -2425,7 +2427,7 @@ class CallsDrawing {
   }
 
   allEdges() {
-    const flows = new Map();                 // tail, head, kind, backward (joined) -> [them, the tail's equation or input]
+    let flows = new Map();                   // tail, head, kind, backward (joined) -> [them, the tail's equation or input]
     for (const [kind, k] of this.levels) {
       let tables;
       if (kind === "level") tables = [this.sc.edges[k]];
@@ -2435,6 +2437,7 @@ class CallsDrawing {
       }
       for (const flat of tables) this.flowsOf(flat, flows);
     }
+    flows = this.fold(flows);
     const readers = new Map();
     for (const [[tail, head]] of flows.values()) {
       if (!readers.has(tail)) readers.set(tail, new Set());
@@ -2468,6 +2471,41 @@ class CallsDrawing {
     }
   }
 
+  /* The flows without the inputs read by one closed call's nodes alone, drawn in them, with the
+     sums of their gradients (calls_drawing.py's _fold). */
+  fold(flows) {
+    const readers = new Map();
+    for (const [[, head], x] of flows.values()) {
+      if (x >= 0) continue;
+      if (!readers.has(-1 - x)) readers.set(-1 - x, new Map());
+      const [kind, k] = this.nodes.get(head)[2];
+      readers.get(-1 - x).set(`${kind} ${k}`, [kind, k]);
+    }
+    const inputs = this.d.inputs;
+    for (const [j, owners] of readers) {
+      const [kind, k] = owners.values().next().value;
+      const target = `${kind}/${LETTERS[inputs[j][5]]}/${k}`;
+      if (owners.size > 1 || !CLOSED.includes(kind) || inputs[j][3] || !this.nodes.has(target)) continue;
+      this.folded.set(inputs[j][0], target);
+      if (!this.reads.has(`${kind} ${k}`)) this.reads.set(`${kind} ${k}`, []);
+      this.reads.get(`${kind} ${k}`).push(j);
+      for (const x of this.d.sums[j]) {
+        const name = this.s.equationName(x), into = `${kind}/${LETTERS[this.s.eqPhase[x]]}/${k}`;
+        const node = this.nodes.get(name);
+        if (node !== undefined && node[2][0] === "eq" && node[2][1] === x && this.nodes.has(into)) this.folded.set(name, into);
+      }
+    }
+    if (!this.folded.size) return flows;
+    const out = new Map();
+    for (const [[tail0, head0, kind, backward], x] of flows.values()) {
+      const tail = this.folded.get(tail0) ?? tail0, head = this.folded.get(head0) ?? head0;
+      if (tail === head || (x < 0 && this.folded.has(inputs[-1 - x][0]))) continue;
+      const key = `${tail}\n${head}\n${kind}\n${backward}`;
+      if (!out.has(key)) out.set(key, [[tail, head, kind, backward], x]);
+    }
+    return out;
+  }
+
   closedNode(name) {
     const node = this.nodes.get(name);
     return node !== undefined && CLOSED.includes(node[2][0]);
@@ -2493,9 +2531,9 @@ class CallsDrawing {
   }
 
   source() {
-    const current = this.holder(this.cursor);
+    const held = this.holder(this.cursor), current = this.folded.get(held) ?? held;
     for (const [name, [cluster, at, what]] of this.nodes) {
-      this.clusters.get(cluster)[2][at] = this.statement(name, what, name === current);
+      this.clusters.get(cluster)[2][at] = this.folded.has(name) ? "" : this.statement(name, what, name === current);
     }
     const children = new Map();
     for (const [name, [parent]] of this.clusters) {
@@ -2508,7 +2546,7 @@ class CallsDrawing {
       const n = (this.heads.get(name) || []).length;
       const statements = n ? [...all.slice(-n), ...all.slice(0, -n)] : all;
       body.push(`${indent}subgraph "${name}" {\n${indent}\tgraph ${attrs}\n`);
-      for (const statement of statements) body.push(indent + statement);
+      for (const statement of statements) if (statement) body.push(indent + statement);
       for (const child of children.get(name) || []) emit(child, `${indent}\t`);
       body.push(`${indent}}\n`);
     };
@@ -2549,9 +2587,25 @@ class CallsDrawing {
     }
     const table = kind === "call" ? this.sc : this.gr;
     const [head, note, status] = table.node[k][phase], rows = d.nodeRows;
-    const cells = `${rows[0]}${table.colour[k]}${rows[1]}${head}${rows[2]}${note}${rows[3]}${status ? d.statusRows[status] : ""}`;
+    const cells = `${rows[0]}${table.colour[k]}${rows[1]}${head}${rows[2]}${note}${rows[3]}${this.foldRows(kind, k, phase)}` +
+      `${status ? d.statusRows[status] : ""}`;
     return callNode(name, callLabel(d, cells, style, status === "fail", current), d.openTip,
       `tv${kind[0]}_${LETTERS[phase]}${k}`, current);
+  }
+
+  /* What is drawn in a closed call's node (calls_drawing.py's fold_rows). */
+  foldRows(kind, k, phase) {
+    const { inputs, styles } = this.d, folded = this.reads.get(`${kind} ${k}`) || [];
+    const counts = new Map();
+    for (const j of folded) if (inputs[j][5] === phase) counts.set(inputs[j][2], (counts.get(inputs[j][2]) || 0) + 1);
+    const texts = [];
+    if (counts.size) {
+      texts.push("reads " + [...counts].sort((a, b) => a[0] - b[0])
+        .map(([style, n]) => `${n} ${styles[style]}${n !== 1 ? "s" : ""}`).join(" and "));
+    }
+    const n = folded.filter((j) => styles[inputs[j][2]] === "parameter").length;
+    if (n && PHASES[phase] === "backward") texts.push(`gives ${n} gradient${n !== 1 ? "s" : ""}`);
+    return texts.map((text) => this.d.foldRow.join(text)).join("");
   }
 }
 

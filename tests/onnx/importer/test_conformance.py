@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import collections
 import functools
+import re
 import warnings
 
 import numpy as np
+import pytest
 
 from tests.support.needs import module as optional_module  # in CI, a missing module fails
 onnx = optional_module("onnx")
@@ -29,15 +31,20 @@ def _array(x):
 
 
 @functools.cache
-def cases():
-    """(op, case) for every single-node case of a declared op, and every expanded function case
-    (``*_expanded``: a function op's body, several nodes) whose nodes are all declared."""
+def all_cases() -> tuple:
+    """Every node case ONNX ships (``collect_testcases``: every op, domain and opset)."""
     from onnx.backend.test.case.node import collect_testcases
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        all_cases = collect_testcases()
+        return tuple(collect_testcases())
+
+
+@functools.cache
+def cases():
+    """(op, case) for every single-node case of a declared op, and every expanded function case
+    (``*_expanded``: a function op's body, several nodes) whose nodes are all declared."""
     out = []
-    for c in all_cases:
+    for c in all_cases():
         nodes = c.model.graph.node
         if not all(((n.domain or ""), n.op_type) in OPS for n in nodes):
             continue
@@ -104,24 +111,64 @@ def outcomes() -> dict[str, str]:
     return {case.name: outcome(case) for _, case in cases()}
 
 
-def unsupported_values(case) -> str | None:
-    """Why a case's values are outside what the importer's tensors hold (an element type such as
-    bfloat16, float8, int4 or string; a sequence or an optional), or None: such cases are counted
-    apart from an op's pass rate."""
+def unsupported_values(case) -> tuple[str, str] | None:
+    """Why a case's values are not float or integer tensors of the element types the importer
+    holds, as (kind, what), or None: such cases are counted apart from the pass rates. The kind
+    is an element type's family ("bfloat16", "float8", "float4", "int4", "int2", "string"; the
+    unsigned ones with theirs) or "sequence or optional"."""
     graph = case.model.graph
     for info in list(graph.input) + list(graph.output):
         kind = info.type.WhichOneof("value")
         if kind != "tensor_type":
-            return f"{info.name} is a {kind}"
+            return "sequence or optional", f"{info.name} is a {kind}"
         if info.type.tensor_type.elem_type not in DTYPES:
-            return f"{info.name} is {TensorProto.DataType.Name(info.type.tensor_type.elem_type)}"
+            name = TensorProto.DataType.Name(info.type.tensor_type.elem_type)
+            return re.sub(r"^u?(int[24]|float[48]).*", r"\1", name.lower()), f"{info.name} is {name}"
     nodes = list(graph.node)
     while nodes:
         node = nodes.pop()
         if node.op_type.startswith(("Sequence", "Optional")):
-            return f"{node.op_type} (sequences and optionals)"
+            return "sequence or optional", f"{node.op_type} (sequences and optionals)"
         nodes += [n for a in node.attribute if a.type == onnx.AttributeProto.GRAPH for n in a.g.node]
     return None
+
+
+#: what the issue counts apart from "cases with float or integer tensors" (float4 and int2: the
+#: 4- and 2-bit siblings of float8 and int4 that later onnx releases added)
+EXCLUDED = {"string", "float8", "int4", "bfloat16", "float4", "int2", "sequence or optional"}
+
+
+def passes(result: str) -> bool:
+    """An outcome that counts as passing: traced, or with the operands read while tracing given
+    as constants."""
+    return result.split(":")[0] in ("pass", "static")
+
+
+UNRUN = "(not run, its ops declared)"
+
+
+def all_cases_figures() -> dict:
+    """Of every case ONNX ships: ``cases``, those with float or integer tensors; ``passed``, those
+    of them that pass (a case of an op the importer does not declare does not); ``excluded``,
+    the others by kind; ``undeclared``, the cases with float or integer tensors of ops the
+    importer does not declare, by op (``UNRUN``: a case the run leaves out although it
+    declares its ops)."""
+    ran = {case.name for _, case in cases()}
+    excluded, undeclared = collections.Counter(), collections.Counter()
+    n = passed = 0
+    for case in all_cases():
+        why = unsupported_values(case)
+        if why is not None:
+            excluded[why[0]] += 1
+            continue
+        n += 1
+        if case.name in ran:
+            passed += passes(outcomes()[case.name])
+            continue
+        missing = [node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
+                   for node in case.model.graph.node if ((node.domain or ""), node.op_type) not in OPS]
+        undeclared[missing[0] if missing else UNRUN] += 1
+    return {"cases": n, "passed": passed, "excluded": excluded, "undeclared": undeclared}
 
 
 def conformance_report() -> str:
@@ -140,6 +187,15 @@ def conformance_report() -> str:
     passed = total["pass"] + total["static"]
     lines.append(f"| **all** | {n} | {total['pass']} | {total['static']} | {total['refused']} | {total['wrong']} |")
     lines.append(f"\npass rate: {passed}/{n} = {100 * passed / n:.1f}% (refusals name their cause)")
+    figures = all_cases_figures()
+    excluded, undeclared = figures["excluded"], figures["undeclared"]
+    lines.append(
+        f"\nOf all {len(all_cases())} cases ONNX ships (every op, domain and opset), {sum(excluded.values())} are "
+        "counted apart, their values not float or integer tensors ("
+        + ", ".join(f"{kind} {k}" for kind, k in excluded.most_common()) + f"); of the other {figures['cases']}, "
+        f"{figures['passed']} pass = {100 * figures['passed'] / figures['cases']:.1f}%. "
+        f"{sum(undeclared.values())} are cases of ops the importer does not declare: "
+        + ", ".join(f"{op} {k}" for op, k in sorted(undeclared.items(), key=lambda item: (-item[1], item[0]))) + ".")
     return "\n".join(lines + ["", *refusals])
 
 
@@ -161,9 +217,29 @@ def test_every_op_passes_97_percent_of_its_cases():
     per_op = collections.defaultdict(collections.Counter)
     for op, case in cases():
         if unsupported_values(case) is None:
-            per_op[op][outcomes()[case.name].split(":")[0] in ("pass", "static")] += 1
+            per_op[op][passes(outcomes()[case.name])] += 1
     low = {op: f"{c[True]}/{c[True] + c[False]}" for op, c in per_op.items() if c[True] < 0.97 * (c[True] + c[False])}
     assert not low, low
+
+
+def test_only_the_issues_exclusions_are_counted_apart():
+    """A case is left out of the pass rates only for strings, low-precision floats and integers
+    or sequences and optionals, and left out of the run only for an op the importer does not
+    declare."""
+    figures = all_cases_figures()
+    assert set(figures["excluded"]) <= EXCLUDED, figures["excluded"]
+    assert UNRUN not in figures["undeclared"], figures["undeclared"][UNRUN]
+
+
+@pytest.mark.xfail(strict=True, reason="90.6 % (1480 of 1633): the 153 cases of ops the importer does not declare "
+                   "(BitShift and Bitwise*, quantized ops, the ops of opsets 26-28, ...) count as failing; "
+                   "docs/onnx_import.md lists them")
+def test_92_percent_of_all_cases_with_float_or_integer_tensors_pass():
+    """Of every case ONNX ships whose values are float or integer tensors (the others counted
+    apart: ``EXCLUDED``), at least 92 % pass; a case of an op the importer does not declare
+    fails."""
+    figures = all_cases_figures()
+    assert figures["passed"] >= 0.92 * figures["cases"], figures
 
 
 #: declared ops that ONNX ships no conformance case for, and the test that checks them instead

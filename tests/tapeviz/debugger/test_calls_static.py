@@ -74,11 +74,15 @@ def replay(dbg, moves) -> tuple[list, list]:
 
 
 @needs_node
-@pytest.mark.parametrize("program", ["rnn", "mlp", "forward mode"])
+@pytest.mark.parametrize("program", ["rnn", "mlp", "forward mode", "imported resnet", "imported lstm"])
 def test_the_page_writes_the_kernels_drawings(program, tmp_path):
+    """The imported networks: weights and their gradients' sums drawn in the calls that read
+    them (test_calls_imported.py)."""
     if program == "forward mode":
         W, x = nested_args()
         dbg = tapeviz.debug_jvp(nested_loss, (W, x), (np.ones_like(W), None))
+    elif program.startswith("imported"):
+        dbg = pytest.importorskip("tests.support.imported_networks").debugger(program.split()[1])
     else:
         dbg = tapeviz.debug(*((rnn_loss, *rnn_example()) if program == "rnn" else (mlp_loss, *mlp_example())))
     data = page_session(dbg, tmp_path)

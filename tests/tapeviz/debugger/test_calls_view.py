@@ -85,12 +85,15 @@ def test_the_rnn_top_level_draws_cell_x40_and_its_pullback_as_one_node_each(rnn)
     cell17 = rnn.model.nav.tree.find(("cell#17",))
     assert not {eq_name(rnn, i) for i in cell17.forward + cell17.backward} & set(drawn)
     assert rnn.opened == frozenset() and rnn.scope == ()
-    # the data flow between what is drawn: the inputs into the group, the group into the read-out;
-    # the residuals the group keeps are its pullback's label, not an edge; Wh read by the
-    # pullback: a stub beside it
+    # the data flow between what is drawn: xs into the group, the group into the read-out; the
+    # residuals the group keeps are its pullback's label, not an edge; xs[0] read by the
+    # pullback: a stub beside it. Wh, Wx and b, read by the cells alone, are drawn in the group
     flows = edges(dot)
-    assert ("%0", "group/f/0") in flows and ("%4", "%6") in flows              # Wh, xs -> xs[0]
-    assert ("group/f/0", "group/b/0") not in flows and ("stub/%0/group/b/0", "group/b/0") in flows
+    assert ("%4", "%6") in flows and ("%6", "group/f/0") in flows             # xs -> xs[0] -> the cells
+    assert ("group/f/0", "group/b/0") not in flows and ("stub/%6/group/b/0", "group/b/0") in flows
+    assert not {"%0", "%1", "%2"} & set(drawn) and "%3" in drawn               # Wo: read by the read-out
+    assert re.search(r'"group/f/0" \[label=<.*keeps 10 kB<.*>reads 3 parameters<', dot)
+    assert re.search(r'"group/b/0" \[label=<.*reads 10 kB kept<.*>gives 3 gradients<', dot)
     assert len(re.findall(r"^\t\"[^\"]+\" -> ", dot, re.M)) == len(flows)       # each pair and kind once
 
 
@@ -205,14 +208,15 @@ def test_the_rnn_at_cell_17_draws_a_bounded_drawing_whatever_the_loops_length(st
 def test_each_stub_is_drawn_beside_its_reader(rnn):
     """A stub: the value's name only (an input's head row), in its look, its tooltip, in its
     reader's cluster, level with it, one edge: to its reader."""
-    top = rnn._dot
+    rnn.run_to(("cell#17",))
+    around = rnn.graph.dot()                 # the neighbourhood view draws Wh's node
     rnn.open_call("cell#17")
     dot = rnn._dot
     where = clusters_of(dot)
     stubs = [n for n in nodes(dot) if n.startswith("stub/")]
     assert len(stubs) > 20
     lines = edge_lines(dot)
-    wh = re.search(r'^\t+"%0" (\[label=<<TABLE [^>]*>)(<TR>.*?</TR>).* tooltip="([^"]*)"', top, re.M)
+    wh = re.search(r'^\t+"%0" (\[label=<<TABLE [^>]*>)(<TR>.*?</TR>).* tooltip="([^"]*)"', around, re.M)
     for stub in stubs:
         reader = stub.split("/", 2)[2]
         assert [e for e in lines if stub in e] in ([(stub, reader)], [(reader, stub)])
