@@ -8,8 +8,10 @@ each stage lives; this module only gathers the public names.
 from . import lib as _lib  # noqa: F401  (fills the dispatch tables)
 from . import nn  # noqa: F401  (neural-network functions and their rules)
 from .checks import check, check_rule
+from .compiler.array_api import ArrayAPIError
 from .compiler.backends import compile  # noqa: A001  (backend="numpy" or "fused")
 from .compiler.codegen import Compiled
+from .compiler.examples import ExamplesError
 from .core_prims import project
 from .errors import (BatchedBranchError, ConcretizationError, MutationError, NonDifferentiableError,
                      PlainArrayWriteError, TraceError, UnsupportedFunctionError)
@@ -46,6 +48,7 @@ __all__ = [
     # errors
     "TraceError", "ConcretizationError", "UnsupportedFunctionError", "MutationError",
     "NonDifferentiableError", "NotLinearError", "PlainArrayWriteError", "BatchedBranchError",
+    "ArrayAPIError", "ExamplesError",
 ]
 
 
