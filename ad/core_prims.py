@@ -210,8 +210,9 @@ _ALL_SLICE = ("slice", None, None, None)
 def _getitem_array_api_spelling(args, params) -> str | None:
     """``x[1:, None, ...]``: the array API standard's index names every axis (a trailing
     ``...`` is what numpy's shorter index means); a reversed axis (``x[::-1]``: PyTorch has no
-    negative steps) is ``xp.flip``. Not written: an index array (numpy's advanced indexing,
-    which the standard restricts), other negative steps."""
+    negative steps) is ``xp.flip``. Not written (array code takes the positions, ``POSITIONS``):
+    an index array (numpy's advanced indexing, which the standard restricts), other negative
+    steps."""
     index = tuple(params["index"])
     if len(args) > 1:
         return None
@@ -240,21 +241,194 @@ def _index_add(x, value, *arrays, index):
     return out
 
 
+# Indexing in array code (``ad.compile(tape, xp=...)``, docs/arrays.md): the array API standard
+# gathers (``xp.take``) but has no scatter. A static index (ints, slices, None, ``...``, and
+# index arrays that are constants of the tape) selects positions known when compiling, so
+# ``ad.compiler.array_api`` passes array code, in place of the index operands, the positions
+# ``POSITIONS`` computes here with numpy from the operands (stand-ins of their shapes for the
+# variables), one constant; the ``array_api_impl`` gathers with them. A write takes every
+# element of ``x``: its cost is ``x``'s size (and the most repeats of one position, for
+# ``index_add``), not the index's.
+
+def _numbered(x) -> np.ndarray:
+    """The flat position of each element of ``x``, in its shape."""
+    return np.arange(np.size(x)).reshape(np.shape(x))
+
+
+def _getitem_positions(x, *arrays, index):
+    """Where each element of ``x[index]`` is in ``x``, flat."""
+    return _getitem(_numbered(x), *arrays, index=index)
+
+
+def _setitem_sources(x, value, *arrays, index):
+    """Where each element of ``x`` with ``x[index] = value`` comes from in ``x``'s elements
+    followed by ``value``'s, flat (numpy's own assignment says which write of a repeated
+    position wins)."""
+    return _setitem(_numbered(x), np.size(x) + _numbered(value), *arrays, index=index)
+
+
+def _index_add_addends(x, value, *arrays, index):
+    """The addends of each element of ``x``, as positions in a zero followed by ``value``'s
+    elements, flat (0: none), in layers: a position's k-th addend in layer k, the order
+    ``np.add.at`` adds them in."""
+    selected = _getitem_positions(x, *arrays, index=index)
+    sources = np.broadcast_to(1 + _numbered(value), selected.shape).ravel()
+    targets = selected.ravel()
+    order = np.argsort(targets, kind="stable")
+    targets, sources = targets[order], sources[order]
+    repeat = np.arange(targets.size) - np.searchsorted(targets, targets)   # earlier addends of its position
+    layers = np.zeros((repeat.max(initial=0) + 1, np.size(x)), dtype=np.intp)
+    layers[repeat, targets] = sources
+    return layers.reshape((-1,) + np.shape(x))
+
+
+def _flat(x, xp):
+    return xp.reshape(x, (-1,))
+
+
+def _as_elements_of(value, x, xp):
+    """``value`` (an array or a Python number) as an array of ``x``'s dtype, as numpy casts what
+    it writes into ``x``; a number made from ``x``'s first element (its dtype and its device,
+    which Dask's arrays do not name)."""
+    if not hasattr(value, "dtype"):
+        return xp.full_like(_flat(x, xp)[:1], value)
+    return value if value.dtype == x.dtype else xp.astype(value, x.dtype)
+
+
+# An index with arrays the program computes selects positions known only when it runs: array
+# code computes them on the device, ``positions`` (``rest_positions``: where the rest of the
+# index selects, the arrays' axes of 1) plus each array, its negative entries wrapped, times
+# its axis's stride (``axes``: (stride, size) per array; ``at``: where their axes go). A gather
+# takes with them; a write scatters with the library's own scatter (``SCATTERS``).
+
+def rest_positions(x, *arrays, index):
+    """The flat positions the index's other items select, with axes of 1 where the arrays'
+    broadcast axes go; each array's axis as (stride, size); where those axes go (``at``)."""
+    shape, ndim = np.shape(x), np.ndim(x)
+    consumed = sum(s is not None and s != "..." for s in index)
+    items = []
+    for s in index + (() if "..." in index else ("...",)):
+        items.extend([_ALL_SLICE] * (ndim - consumed) if s == "..." else [s])
+    strides = np.cumprod((1,) + shape[:0:-1])[::-1]
+    axes, axis = [None] * len(arrays), 0
+    for s in items:
+        if isinstance(s, tuple) and s[0] == "array":
+            axes[s[1]] = (int(strides[axis]), shape[axis])
+        axis += s is not None
+    advanced = [k for k, s in enumerate(items) if isinstance(s, int) or isinstance(s, tuple) and s[0] == "array"]
+    at = len(items[:advanced[0]]) if advanced == list(range(advanced[0], advanced[-1] + 1)) else 0
+    rest = _getitem(_numbered(x), index=tuple(0 if isinstance(s, tuple) and s[0] == "array" else s for s in items))
+    rank = len(np.broadcast_shapes(*(np.shape(a) for a in arrays)))
+    return np.reshape(rest, rest.shape[:at] + (1,) * rank + rest.shape[at:]), tuple(axes), at
+
+
+def _computed_positions(positions, arrays, axes, at, xp):
+    """The flat positions an index with computed arrays selects, on their device."""
+    flat = None
+    for a, (stride, size) in zip(arrays, axes):
+        term = xp.where(a < 0, a + size, a) * stride
+        flat = term if flat is None else flat + term
+    lead = positions.ndim - at - flat.ndim
+    return xp.reshape(flat, (1,) * at + tuple(flat.shape) + (1,) * lead) + positions
+
+
+def _numpy_add(x, p, v):
+    out = np.array(x, copy=True)
+    np.add.at(out, p, v)
+    return out
+
+
+def _numpy_set(x, p, v):
+    out = np.array(x, copy=True)
+    out[p] = v
+    return out
+
+
+def _cupy_add(x, p, v):
+    import cupyx   # only where CuPy is the namespace
+    out = x.copy()
+    cupyx.scatter_add(out, p, v)
+    return out
+
+
+# the libraries' own scatters of a flat array (scatter-add, assignment), by namespace name: the
+# standard has none. PyTorch's and JAX's adds may sum a position's repeats in another order than
+# np.add.at (equal to rounding); an assignment gets positions without repeats.
+SCATTERS = {
+    "numpy": (_numpy_add, _numpy_set),
+    "array_api_compat.numpy": (_numpy_add, _numpy_set),
+    "array_api_compat.torch": (lambda x, p, v: x.index_put((p,), v, accumulate=True),
+                               lambda x, p, v: x.index_put((p,), v)),
+    "jax.numpy": (lambda x, p, v: x.at[p].add(v), lambda x, p, v: x.at[p].set(v)),
+    "array_api_compat.cupy": (_cupy_add, _numpy_set),
+}
+
+
+def _scattered(x, value, positions, arrays, axes, at, xp, kind: int):
+    """``x`` (flat) with ``value`` scattered at the computed positions, by the library's scatter
+    (``kind``: 0 adds, 1 assigns) and the flat positions and values."""
+    p = _computed_positions(positions, arrays, axes, at, xp)
+    v = _flat(xp.broadcast_to(_as_elements_of(value, x, xp), p.shape), xp)
+    return SCATTERS[xp.__name__][kind], _flat(x, xp), _flat(p, xp), v
+
+
+def _getitem_over(x, positions, *arrays, axes=(), at=0, xp):
+    """``x[index]`` over ``xp``: the elements at ``positions`` (``_getitem_positions``; with
+    index arrays the program computes, ``_computed_positions``)."""
+    if arrays:
+        positions = _computed_positions(positions, arrays, axes, at, xp)
+    return xp.reshape(xp.take(_flat(x, xp), _flat(positions, xp)), positions.shape)
+
+
+def _setitem_over(x, value, sources, *arrays, axes=(), at=0, xp):
+    """``x`` with ``x[index] = value`` over ``xp``: each element taken from ``x``'s elements
+    followed by ``value``'s (``_setitem_sources``). With computed index arrays: a scatter of
+    the last write to each position (numpy's), the others sent to a spare element at the end."""
+    if arrays:
+        assign, flat, p, v = _scattered(x, value, sources, arrays, axes, at, xp, 1)
+        order = xp.argsort(p, stable=True)
+        p, v = xp.take(p, order), xp.take(v, order)
+        last = xp.concat([p[1:] != p[:-1], xp.ones_like(p[:1], dtype=xp.bool)])
+        spare = xp.concat([flat, flat[:1]])
+        return xp.reshape(assign(spare, xp.where(last, p, flat.shape[0]), v)[:-1], x.shape)
+    both = xp.concat([_flat(x, xp), _flat(_as_elements_of(value, x, xp), xp)])
+    return xp.reshape(xp.take(both, _flat(sources, xp)), x.shape)
+
+
+def _index_add_over(x, value, addends, *arrays, axes=(), at=0, xp):
+    """``x`` with ``value`` added at ``index`` over ``xp``: one layer of addends
+    (``_index_add_addends``) at a time, in numpy's order. With computed index arrays: the
+    library's scatter-add (``SCATTERS``)."""
+    if arrays:
+        add, flat, p, v = _scattered(x, value, addends, arrays, axes, at, xp, 0)
+        return xp.reshape(add(flat, p, v), x.shape)
+    value = _as_elements_of(value, x, xp)
+    terms = xp.concat([_as_elements_of(0, x, xp), _flat(value, xp)])
+    for k in range(addends.shape[0]):
+        x = x + xp.reshape(xp.take(terms, _flat(addends[k, ...], xp)), x.shape)
+    return x
+
+
 getitem_p = Primitive("getitem", _getitem, params=("index",), doc="x[index]", linear_in=(0,),
-                      spelling=_getitem_spelling, array_api_spelling=_getitem_array_api_spelling, complex_rule=True,
+                      spelling=_getitem_spelling, array_api_spelling=_getitem_array_api_spelling,
+                      array_api_impl=_getitem_over, complex_rule=True,
                       returns_view=lambda operands: len(operands) == 1,   # basic indexing only
                       write_through=lambda base, new, *arrays, index:
                           setitem_p.bind(base, new, *arrays, index=index),
                       samples=(Sample((M34,), {"index": (("slice", 1, None, None), ("slice", None, None, 2))}, MATRIX),
                                Sample((M34, index([0, 2, 0])), {"index": (("array", 0),)}, MATRIX)))
 setitem_p = Primitive("setitem", _setitem, params=("index",), linear_in=(0, 1), complex_rule=True,
+                      array_api_impl=_setitem_over,
                       doc="A copy of x with x[index] = value (functional in-place write).",
                       samples=(Sample((M34, In((4,))), {"index": (1,)}, MATRIX),
                                Sample((M34, In(())), {"index": (("slice", None, None, None), 1)}, MATRIX)))
 index_add_p = Primitive("index_add", _index_add, params=("index",), linear_in=(0, 1), complex_rule=True,
+                        array_api_impl=_index_add_over,
                         doc="A copy of x with value added at index, repeats accumulating "
                             "(np.add.at): the scatter-add that transposes a gather.",
                         samples=(Sample((M34, M34, index([0, 0, 2])), {"index": (("array", 0),)}, MATRIX),))
+# what array code passes in place of a static index's operands, by primitive (above)
+POSITIONS = {getitem_p: _getitem_positions, setitem_p: _setitem_sources, index_add_p: _index_add_addends}
 
 
 def _reshapes(index, x, y) -> bool:
@@ -283,13 +457,27 @@ def _getitem_rule(x, *arrays, index):
     return y, pullback
 
 
+def _kept_writes(x, arrays, index):
+    """Which writes of ``x[index] = value`` stay, as a mask of ``x[index]``'s shape: where index
+    arrays repeat a position, numpy keeps its last write, and the others have no gradient.
+    None: all of them (constant index arrays without repeats)."""
+    selected = np.empty(np.shape(x), dtype=bool)[build_index(index, [getattr(a, "value", a) for a in arrays])]
+    order = np.arange(selected.size).reshape(selected.shape)
+    last = setitem_p.bind(np.full(np.shape(x), -1), order, *arrays, index=index)
+    kept = getitem_p.bind(last, *arrays, index=index) == order
+    return None if not isinstance(kept, Traced) and kept.all() else kept
+
+
 @rrule(setitem_p)
 def _setitem_rule(x, value, *arrays, index):
     y = setitem_p.bind(x, value, *arrays, index=index)
+    kept = _kept_writes(x, arrays, index) if arrays else None
 
     def pullback(dy):
         dx = setitem_p.bind(dy, 0, *arrays, index=index)
         dvalue = getitem_p.bind(dy, *arrays, index=index)
+        if kept is not None:
+            dvalue = np.where(kept, dvalue, 0)
         return (dx, dvalue) + (NoTangent(),) * len(arrays)
     return y, pullback
 

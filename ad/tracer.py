@@ -431,8 +431,8 @@ def _inplace(ufunc):
 
 def _bitwise(logical, bitwise):
     """``t & u``, ``t |= u``, ``~t``: numpy's operators are bitwise; on booleans that is the
-    logical ufunc, which has a primitive. On integers the bitwise ufunc has no rule, and
-    ``dispatch.ufunc`` refuses it naming the line (never a logical result in its place)."""
+    logical ufunc (the same values), on integers the bitwise one, and on floats numpy's
+    TypeError (never a logical result in place of the bits)."""
     def pick(*operands):
         boolean = all(np.result_type(getattr(x, "dtype", x)) == np.bool_ for x in operands)
         return logical if boolean else bitwise
@@ -450,7 +450,7 @@ def _bitwise(logical, bitwise):
 
 for _name, _uf in {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
                    "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power,
-                   "matmul": np.matmul}.items():
+                   "lshift": np.left_shift, "rshift": np.right_shift, "matmul": np.matmul}.items():
     _f, _r = _binary(_uf)
     setattr(Tracer, f"__{_name}__", _f)
     setattr(Tracer, f"__r{_name}__", _r)

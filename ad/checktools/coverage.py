@@ -69,10 +69,7 @@ NOT_APPLICABLE = _by_reason({
     "integer index generators (integer results)": "diag_indices indices mask_indices tril_indices triu_indices "
                                                   "ravel_multi_index unravel_index lexsort",
     "window functions of an integer length": "bartlett blackman hamming hanning kaiser",
-    "integer and bitwise operations (integer results)": "packbits unpackbits bitwise_and bitwise_count "
-                                                        "bitwise_invert bitwise_left_shift bitwise_not bitwise_or "
-                                                        "bitwise_right_shift bitwise_xor gcd lcm invert left_shift "
-                                                        "right_shift",
+    "integer operations (integer results)": "packbits unpackbits gcd lcm",
     "set operations, counting, histograms (integer or boolean results, data-dependent shapes)":
         "intersect1d setdiff1d setxor1d union1d isin unique unique_all unique_counts unique_inverse "
         "unique_values bincount digitize histogram histogram2d histogramdd histogram_bin_edges",

@@ -12,6 +12,13 @@ arrays, CuPy arrays on a GPU (docs/arrays.md).
   ``check`` refuses the tape if the namespace lacks anything it needs (``ArrayAPIError``: the
   primitive, the equation, the user's line, what to do), so code that compiles does not fail
   for want of a function.
+- Indexing: the standard gathers (``xp.take``) and has no scatter. An index known when
+  compiling (basic indexing, constant index arrays) is written as the positions it selects
+  (``ad.core_prims.POSITIONS``), a constant, and the primitive's helper takes with them
+  (``index_add(v11, v10, c4)``). An index array the program computes: the helper computes the
+  positions on the device from it (``ad.core_prims.rest_positions``, the rest of the index, a
+  constant; ``axes=``, ``at=`` in the call) and gathers; a write at such positions calls the
+  library's own scatter (``ad.core_prims.SCATTERS``), refused where there is none.
 - Where numpy promotes across kinds (a float times a bool, an int divided by an int) and the
   standard does not, an operand is cast to the dtype of the loop numpy runs (``promote``).
 - Device: the code reads the device of its first input; creation functions write
@@ -33,10 +40,12 @@ import warnings
 import numpy as np
 
 from .. import pytree
+from ..core_prims import POSITIONS, SCATTERS, getitem_p, rest_positions
 from ..dispatch import public_name
 from ..errors import TraceError
 from ..tape import Tape, Var, format_eqn
 from .emit import Namespace, value_source
+from .examples import is_polymorphic
 
 # The array API standard's functions (2024.12) that take an array and return arrays, by their
 # path in its namespace: what compiled code calls for a numpy function of the same (or renamed) name.
@@ -105,10 +114,11 @@ def device_of(x):
 
 class DeviceConstants:
     """The numpy arrays compiled code binds (the tape's constants), as arrays of its namespace
-    on the device it is called on: moved once per device, then a dict lookup per call."""
+    on the device it is called on: moved once per device, then a dict lookup per call. Each is
+    held C-contiguous: PyTorch takes no array of negative strides (a reversed view)."""
 
     def __init__(self, xp, values: list):
-        self.xp, self.values, self.moved = xp, tuple(values), {}
+        self.xp, self.values, self.moved = xp, tuple(np.array(v, order="C", copy=None) for v in values), {}
 
     def __call__(self, device) -> tuple:
         moved = self.moved.get(device)
@@ -174,9 +184,11 @@ class ArrayNamespace(Namespace):
         self.on_device: dict[str, np.ndarray] = {}    # name -> a numpy array the code reads
         self.uses_device = False                      # does a spelling create an array
         self.dtypes: dict[np.dtype, str | None] = {}  # dtype -> why the namespace has none (None: it has)
+        self.index_only: set[int] = set()             # ids of constant index arrays: positions replace them
+        self.sizes: dict = {}                         # the symbolic shapes of a polymorphic tape
 
     def define(self, name: str, value) -> None:
-        if isinstance(value, np.ndarray):
+        if isinstance(value, np.ndarray) and id(value) not in self.index_only:
             self.on_device[name] = value
         else:
             self.globals[name] = value
@@ -186,7 +198,30 @@ class ArrayNamespace(Namespace):
         return value_source(x, self)
 
     def spelling_of(self, prim):
+        if prim in POSITIONS:
+            return functools.partial(self._indexing, prim)
         return spelling_of(prim)
+
+    def _indexing(self, prim, args: list, params: dict) -> str:
+        """An indexing primitive's line: its declared spelling (``x[1:, None, ...]``), else its
+        helper called with the positions (``promote`` put them in place of the index operands,
+        and a declared spelling writes no index operand)."""
+        declared = spelling_of(prim)
+        written = declared(args, params) if declared is not None else None
+        if written is None:
+            fn = self.calls.get(prim)
+            if fn is None:
+                fn = self.calls[prim] = self.function(prim)
+            written = f"{fn}({', '.join(args)})"
+        return written
+
+    def _by_positions(self, e) -> bool:
+        """Is ``e`` an indexing equation its declared spelling cannot write (then its helper
+        takes the positions)?"""
+        if e.prim not in POSITIONS:
+            return False
+        declared = spelling_of(e.prim)
+        return declared is None or declared([f"_{k}_" for k in range(len(e.inputs))], e.kwargs) is None
 
     def function(self, prim) -> str:
         if prim.array_api_impl is not None:
@@ -194,10 +229,23 @@ class ArrayNamespace(Namespace):
         return standard_function(prim)
 
     def promote(self, e, args: list) -> None:
-        """Cast the operands of a ufunc to the dtypes of the loop numpy runs where they differ:
-        the standard does not promote across kinds (a float times a bool, ints divided), and a
-        0-d float64 array does not make PyTorch's float32 operand float64 as numpy's does. The
-        operand of a ``NUMERIC`` reduction: to its result's dtype where the kinds differ."""
+        """The operands of ``e`` as array code passes them. A static index's operands: the
+        positions it selects (``POSITIONS``), computed now with numpy, one constant. A ufunc's:
+        cast to the dtypes of the loop numpy runs where they differ: the standard does not
+        promote across kinds (a float times a bool, ints divided), and a 0-d float64 array does
+        not make PyTorch's float32 operand float64 as numpy's does. The operand of a
+        ``NUMERIC`` reduction: to its result's dtype where the kinds differ."""
+        if self._by_positions(e):
+            operands = [np.broadcast_to(0, x.aval.shape) if type(x) is Var else x.value for x in e.inputs]
+            first = len(e.inputs) - len(_index_operands(e))
+            if _computed(e):
+                positions, axes, at = rest_positions(operands[0], *operands[first:], index=e.kwargs["index"])
+                args[first:first] = [self.bind(positions, "c")]
+                args.extend([f"axes={axes}", f"at={at}"])
+                return
+            positions = POSITIONS[e.prim](*operands, index=e.kwargs["index"])
+            args[first:] = [self.bind(positions, "c")]
+            return
         uf = e.prim.function
         if isinstance(uf, np.ufunc):
             given = tuple(x.aval.dtype if type(x) is Var else _dtype_of_literal(x.value) for x in e.inputs)
@@ -215,12 +263,18 @@ class ArrayNamespace(Namespace):
         """Refuse the tape, before a line is written, if the namespace cannot run an equation
         of it; note whether the code creates arrays (then it reads its inputs' device)."""
         refused: dict[str, list] = {}
+        self.sizes = tape.meta["examples"].shapes if is_polymorphic(tape) else {}
+        indices, read = set(), set()
         for i, e in enumerate(tape.eqns):
             why = self._refusal(e)
             if why is not None:
                 refused.setdefault(e.prim.name, []).append((i, e, why))
+            arrays = _index_operands(e) if self._by_positions(e) and not _computed(e) else ()
+            indices.update(id(x.value) for x in arrays if type(x) is not Var)
+            read.update(id(x.value) for x in e.inputs if type(x) is not Var and all(x is not a for a in arrays))
         if refused:
             raise _refusal_error(refused, self.xp)
+        self.index_only = indices - read
 
     def _refusal(self, e) -> str | None:
         """Why the namespace cannot run equation ``e`` (None: it can)."""
@@ -234,6 +288,8 @@ class ArrayNamespace(Namespace):
                 return self.dtypes[dtype]
         if prim.kind == "guard":
             return None
+        if self._by_positions(e):
+            return _positions_refusal(e, self.sizes, xp)
         spelling = self.spelling_of(prim)
         if callable(spelling):                  # written for placeholder operands and the params
             code = spelling([f"_{k}_" for k in range(len(e.inputs))], e.kwargs)
@@ -270,6 +326,33 @@ class ArrayNamespace(Namespace):
             names = ", ".join(self.on_device) + ("," if len(self.on_device) == 1 else "")
             lines.append(f"    {names} = on_device(device)  # the tape's numpy constants, moved once per device")
         return lines
+
+
+def _index_operands(e) -> tuple:
+    """The index arrays of an indexing equation, its last operands (``("array", k)`` in its index)."""
+    n = sum(type(s) is tuple and s[0] == "array" for s in e.kwargs["index"])
+    return e.inputs[len(e.inputs) - n:] if n else ()
+
+
+def _computed(e) -> bool:
+    """Has an indexing equation index arrays the program computes (positions known when it runs)?"""
+    return any(type(x) is Var for x in _index_operands(e))
+
+
+def _positions_refusal(e, sizes: dict, xp) -> str | None:
+    """Why array code cannot index as equation ``e`` does (None: it can): a write at positions
+    the program computes needs a scatter, which the standard lacks (``SCATTERS``: the libraries
+    that have one); positions that follow the number of examples."""
+    name = getattr(xp, "__name__", repr(xp))
+    if _computed(e) and e.prim is not getitem_p and name not in SCATTERS:
+        computed = ", ".join(f"%{x.n}" for x in _index_operands(e) if type(x) is Var)
+        return (f"its index arrays ({computed}) are values the program computes, so it writes at "
+                f"positions known only when it runs: that needs a scatter, and {name} has no scatter "
+                "(the array API standard has none; numpy, PyTorch, JAX and CuPy have one; an index of "
+                "constants compiles everywhere)")
+    if any(type(x) is Var and x in sizes for x in e.inputs + e.outputs):
+        return "the positions it selects follow the number of examples"
+    return None
 
 
 def spelling_of(prim):

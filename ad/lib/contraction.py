@@ -262,16 +262,18 @@ def _kron(a, b):
 # vecmat(v, m) = sum_i conj(v_i) m_ij. A conjugated operand is anti-holomorphic: by the Wirtinger
 # rule g -> conj(g * df/dz-bar) its cotangent is conjugated too.
 
-def _gufunc_primitive(uf, *inputs):
+def _gufunc_primitive(uf, *inputs, array_api_spelling=None):
     prim = Primitive(uf.__name__, uf, function=uf, multilinear_in=(0, 1), complex_rule=True,
-                     samples=(Sample(inputs, shapes=MATRIX),))
+                     array_api_spelling=array_api_spelling, samples=(Sample(inputs, shapes=MATRIX),))
     UFUNCS[uf] = prim
     return prim
 
 
 vecdot_p = _gufunc_primitive(np.vecdot, M34, In((4,)))
-matvec_p = _gufunc_primitive(np.matvec, In((2, 3, 4)), In((4,)))
-vecmat_p = _gufunc_primitive(np.vecmat, In((3,)), In((2, 3, 4)))
+# (the standard has vecdot; the others are matmul's, a vector as a matrix of one column or row)
+matvec_p = _gufunc_primitive(np.matvec, In((2, 3, 4)), In((4,)), array_api_spelling="({0} @ {1}[..., None])[..., 0]")
+vecmat_p = _gufunc_primitive(np.vecmat, In((3,)), In((2, 3, 4)),
+                             array_api_spelling="(xp.conj({0})[..., None, :] @ {1})[..., 0, :]")
 for _prim, _core in ((vecdot_p, (1, 1)), (matvec_p, (2, 1)), (vecmat_p, (1, 2))):
     batch_rule(_prim)(stacked(_prim, *_core))
 

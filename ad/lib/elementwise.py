@@ -19,7 +19,7 @@ from ..core_prims import astype_p
 from ..dispatch import UFUNCS, implements, write_out
 from ..primitives import BY_FUNCTION, Primitive
 from ..rules import non_differentiable, rrule, scalar_rule
-from ..samples import (BINARY, DISTINCT, DISTINCT_Y, NONZERO, NONZERO_Y, POSITIVE, F, In, Sample, Y,
+from ..samples import (BINARY, DISTINCT, DISTINCT_Y, F64, NONZERO, NONZERO_Y, POSITIVE, F, In, Sample, Y,
                        literal, to_integer)
 from ..tangents import NoTangent, thunk
 
@@ -35,7 +35,9 @@ OPERATORS = {np.subtract: "{0} - {1}", np.multiply: "{0} * {1}", np.true_divide:
              np.power: _power_spelling, np.floor_divide: "{0} // {1}", np.remainder: "{0} % {1}",
              np.negative: "-{0}", np.less: "{0} < {1}", np.less_equal: "{0} <= {1}",
              np.greater: "{0} > {1}", np.greater_equal: "{0} >= {1}", np.equal: "{0} == {1}",
-             np.not_equal: "{0} != {1}"}
+             np.not_equal: "{0} != {1}", np.bitwise_and: "{0} & {1}", np.bitwise_or: "{0} | {1}",
+             np.bitwise_xor: "{0} ^ {1}", np.invert: "~{0}", np.left_shift: "{0} << {1}",
+             np.right_shift: "{0} >> {1}"}
 # How compiled array code spells the ufuncs whose numpy spelling is not the array API
 # standard's (ad.compiler.array_api; the others are xp.<name>, renamed where the standard did):
 # the standard's logical functions take booleans only (numpy's, any number: nonzero is true).
@@ -49,8 +51,20 @@ ARRAY_API_SPELLINGS = {
     np.fmin: "xp.where(xp.isnan({1}), {0}, xp.where(xp.isnan({0}), {1}, xp.minimum({0}, {1})))",
     np.heaviside: "xp.where({0} < 0, 0.0, xp.where({0} > 0, 1.0, xp.where({0} == 0, {1}, {0})))",
     np.logical_not: "xp.logical_not(xp.astype({0}, xp.bool, copy=False))",
+    # compositions: numpy's value (fmod, modf, divmod, spacing exactly; cbrt, logaddexp2 to rounding)
+    np.cbrt: f"xp.copysign(xp.pow(xp.abs({{0}}), {1 / 3!r}), {{0}})",
+    np.fmod: "xp.sign({0}) * xp.remainder(xp.abs({0}), xp.abs({1}))",   # of magnitudes: C's fmod
+    np.logaddexp2: ("xp.where({0} == {1}, {0} + 1.0, xp.maximum({0}, {1}) + "     # numpy's formula
+                    f"xp.log1p(xp.pow(2.0, -xp.abs({{0}} - {{1}}))) * {1 / math.log(2)!r})"),
+    np.modf: "(xp.copysign(xp.where(xp.isinf({0}), 0.0, {0} - xp.trunc({0})), {0}), xp.trunc({0}))",
+    np.divmod: "({0} // {1}, {0} % {1})",
+    np.spacing: "xp.where({0} < 0, xp.nextafter({0}, -xp.inf), xp.nextafter({0}, xp.inf)) - {0}",
     **{uf: f"xp.{uf.__name__}(xp.astype({{0}}, xp.bool, copy=False), xp.astype({{1}}, xp.bool, copy=False))"
        for uf in (np.logical_and, np.logical_or, np.logical_xor)},
+    # the standard's names of the bitwise functions (numpy 2 has them too, as aliases)
+    np.bitwise_and: "xp.bitwise_and({0}, {1})", np.bitwise_or: "xp.bitwise_or({0}, {1})",
+    np.bitwise_xor: "xp.bitwise_xor({0}, {1})", np.invert: "xp.bitwise_invert({0})",
+    np.left_shift: "xp.bitwise_left_shift({0}, {1})", np.right_shift: "xp.bitwise_right_shift({0}, {1})",
 }
 # How compiled code spells them on Python floats (ad.compiler.codegen's scalar specialisation): ``math``
 # and plain arithmetic, numpy's value wherever these return one; where numpy says inf or nan
@@ -93,6 +107,9 @@ COMPLEX = {np.subtract, np.multiply, np.true_divide, np.power, np.float_power, n
            np.log10, np.log1p, np.sqrt, np.square, np.reciprocal, np.sin, np.cos, np.tan,
            np.arcsin, np.arccos, np.arctan, np.sinh, np.cosh, np.tanh, np.arcsinh, np.arccosh,
            np.arctanh}
+# The ufuncs of integer (and boolean) operands only: numpy refuses floats. Exact, non-differentiable.
+BITWISE = (np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.invert, np.left_shift, np.right_shift,
+           np.bitwise_count)
 # The ufuncs whose results on real operands IEEE 754 fixes to the bit (correctly rounded arithmetic
 # and sqrt, comparisons, rounding to integers, sign manipulation, min/max, exact remainders):
 # every form must give numpy's bits. The others (exp, sin, pow, hypot...) are not correctly
@@ -103,7 +120,7 @@ CORRECTLY_ROUNDED = {
     np.floor, np.ceil, np.trunc, np.rint, np.remainder, np.fmod, np.floor_divide, np.divmod, np.modf,
     np.frexp, np.ldexp, np.nextafter, np.spacing, np.heaviside, np.isnan, np.isinf, np.isfinite,
     np.less, np.less_equal, np.greater, np.greater_equal, np.equal, np.not_equal,
-    np.logical_and, np.logical_or, np.logical_xor, np.logical_not}
+    np.logical_and, np.logical_or, np.logical_xor, np.logical_not, *BITWISE}
 
 # -- sample inputs (ad.samples) and kinks -------------------------------------------------------
 INTEGERS = (-2.0, -1.0, 0.0, 1.0, 2.0)
@@ -112,6 +129,8 @@ FRACTION, DIVISOR = In(lo=0.1, hi=0.9), In("y", lo=1.5, hi=2.0)
 # quotient) is nonzero there, so a wrong divisor term cannot hide behind a zero
 ABOVE_DIVISOR, BELOW_MINUS_DIVISOR = In(lo=2.1, hi=2.9), In(lo=-2.9, hi=-2.1)
 UNIT = In(lo=-0.9, hi=0.9, domain=(-1.0, 1.0))
+BITS, BITS_Y = In(kind="int", lo=-8, hi=8), In("y", kind="int", lo=-8, hi=8)
+SHIFTS, BOOL, BOOL_Y = In("y", kind="int", lo=0, hi=6), In(kind="bool"), In("y", kind="bool")
 
 
 def _v(*values) -> np.ndarray:
@@ -164,6 +183,13 @@ SAMPLES = {
     np.ldexp: (Sample((F, literal(3))), Sample((F, literal(np.array([1, -2, 0, 3]))), shapes=("vector", "matrix"))),
     np.frexp: _unary(In(lo=1.1, hi=1.9)),    # one binade: the exponent jumps at powers of two
     np.divmod: _binary(FRACTION, DIVISOR) + _binary(ABOVE_DIVISOR, DIVISOR) + _binary(BELOW_MINUS_DIVISOR, DIVISOR),
+    # integers (negative ones too: two's complement bits, arithmetic right shifts), and booleans
+    # where numpy takes them; one dtype, as nothing is differentiated
+    **dict.fromkeys((np.bitwise_and, np.bitwise_or, np.bitwise_xor),
+                    _binary(BITS, BITS_Y, dtypes=(F64,)) + _binary(BOOL, BOOL_Y, dtypes=(F64,))),
+    np.invert: _unary(BITS, dtypes=(F64,)) + _unary(BOOL, dtypes=(F64,)),
+    **dict.fromkeys((np.left_shift, np.right_shift), _binary(BITS, SHIFTS, dtypes=(F64,))),
+    np.bitwise_count: _unary(BITS, dtypes=(F64,)),
 }
 
 
@@ -209,7 +235,7 @@ for _uf in (np.add, np.subtract, np.multiply, np.true_divide, np.power, np.float
             np.trunc, np.floor_divide, np.heaviside, np.signbit, np.isnan, np.isinf, np.isfinite,
             np.less, np.less_equal, np.greater, np.greater_equal, np.equal, np.not_equal,
             np.logical_and, np.logical_or, np.logical_xor, np.logical_not, np.nextafter,
-            np.spacing, np.modf, np.radians, np.degrees, np.ldexp, np.frexp, np.divmod):
+            np.spacing, np.modf, np.radians, np.degrees, np.ldexp, np.frexp, np.divmod, *BITWISE):
     _ufunc_primitive(_uf)
 # named for the rewrite rules of ad.passes
 subtract_p, multiply_p, divide_p, power_p, negative_p = (
@@ -266,7 +292,7 @@ scalar_rule(np.copysign, lambda a, b, y: np.sign(a) * np.sign(y), None)
 non_differentiable(np.floor, np.ceil, np.rint, np.trunc, np.floor_divide, np.heaviside,
                    np.signbit, np.isnan, np.isinf, np.isfinite, np.less, np.less_equal,
                    np.greater, np.greater_equal, np.equal, np.not_equal, np.logical_and,
-                   np.logical_or, np.logical_xor, np.logical_not, np.spacing)
+                   np.logical_or, np.logical_xor, np.logical_not, np.spacing, *BITWISE)
 # nextafter(x, y) moves x by one ulp: its value follows x, so its derivative is that of x.
 scalar_rule(np.nextafter, 1, None)
 

@@ -211,7 +211,8 @@ qr_p = Primitive("qr", lambda a: tuple(np.linalg.qr(a)), multiple_results=True, 
                      "(LAPACK's, so q and r are unique up to signs that stay put).")
 pinv_p = Primitive("pinv", lambda a, rcond, hermitian: np.linalg.pinv(a, rcond, hermitian),
                    array_api_spelling=lambda args, params:     # numpy's rcond is the standard's rtol
-                       None if params["hermitian"] else f"xp.linalg.pinv({args[0]}, rtol={params['rcond']!r})",
+                       f"xp.linalg.pinv({_one_triangle_source(args[0], True) if params['hermitian'] else args[0]}, "
+                       f"rtol={params['rcond']!r})",          # (hermitian: numpy's eigh reads the lower triangle)
                    params=("rcond", "hermitian"), function=np.linalg.pinv, complex_rule=True,
                    samples=(Sample((matrix((4, 3), "spread"),), {"rcond": 1e-15, "hermitian": False}, MATRIX),))
 eig_p = Primitive("eig", _eig_impl, multiple_results=True, complex_rule=True,

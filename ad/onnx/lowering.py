@@ -44,6 +44,7 @@ NOT_LOWERED = {
     guard_p: "checks the branch a trace took; to_onnx refuses it, or drops it with guards='branch'",
     lookup(np.nextafter): "bit-level float stepping; ONNX has no equivalent",
     lookup(np.spacing): "bit-level float spacing; ONNX has no equivalent",
+    lookup(np.bitwise_count): "ONNX has no population count",
     argpartition_p: "numpy's order inside each partition is implementation-defined",
     dropout_mask_p: "random: onnxruntime cannot draw numpy's random numbers",
     **{p: _NO_LINALG for p in (inv_p, solve_p, slogdet_p, cholesky_p, eigh_p, svd_p, qr_p, pinv_p, eig_p)},
@@ -287,6 +288,39 @@ def _not_equal(g, e):
 def _isfinite(g, e):
     (x,), _ = _args(g, e, "float")
     return g.op("Not", g.op("Or", g.op("IsNaN", x), g.op("IsInf", x)))
+
+
+# -- integers: bitwise operations and shifts ---------------------------------------------------------
+
+@lowers(np.bitwise_and, ints="BitwiseAnd", bools="And")
+@lowers(np.bitwise_or, ints="BitwiseOr", bools="Or")
+@lowers(np.bitwise_xor, ints="BitwiseXor", bools="Xor")
+@lowers(np.invert, ints="BitwiseNot", bools="Not")
+def _bitwise(g, e, ints: str, bools: str):
+    """ONNX's bitwise ops take integers; numpy's take booleans too, where they are the logical ones."""
+    dt = out_aval(e).dtype
+    return g.op(bools if dt == np.bool_ else ints, *(g.x(x, dt) for x in e.inputs))
+
+
+@lowers(np.left_shift, direction="LEFT")
+@lowers(np.right_shift, direction="RIGHT")
+def _shift(g, e, direction: str):
+    """ONNX's BitShift takes unsigned integers: a signed operand shifts as its bits (an unsigned
+    integer of its width); numpy's right shift of a signed one is arithmetic, the bits of a
+    negative one inverted around a logical shift (``~(~x >> s)``). Shifts of the width or more
+    give 0 (-1 for a negative right-shifted), in numpy and onnxruntime alike."""
+    dt = out_aval(e).dtype
+    bits = np.dtype(f"u{dt.itemsize}")
+    x, s = (g.x(v, dt) for v in e.inputs)
+    if dt.kind == "u":
+        return g.op("BitShift", x, s, direction=direction)
+    ux, us = g.cast(x, dt, bits), g.cast(s, dt, bits)
+    if direction == "LEFT":
+        return g.cast(g.op("BitShift", ux, us, direction=direction), bits, dt)
+    negative = g.cast(g.op("Less", x, g.const(0, dt)), bool, bits)
+    flip = g.op("Sub", g.const(0, bits), negative)             # all ones where x < 0, else 0
+    shifted = g.op("BitShift", g.op("BitwiseXor", ux, flip), us, direction=direction)
+    return g.cast(g.op("BitwiseXor", shifted, flip), bits, dt)
 
 
 @lowers(where_p)

@@ -193,16 +193,35 @@ def test_second_derivatives_through_the_namespace():
     np.testing.assert_allclose(ad.hessian(f)(x), want, rtol=1e-12)
 
 
-# -- refusals ------------------------------------------------------------------------------------
+def test_the_bitwise_functions_are_numpys_bitwise_primitives():
+    """The standard's bitwise functions on traced integers record numpy's bitwise primitives: the
+    tape reruns at other integers as array_api_strict computes them, and an integer mask made
+    with them carries the gradient of the floats it scales."""
+    def bits(xp, k, s):
+        return (xp.bitwise_and(k, 6), xp.bitwise_or(k, s), xp.bitwise_xor(k, 3), xp.bitwise_invert(k),
+                xp.bitwise_left_shift(k, s), xp.bitwise_right_shift(k, s))
+    tape = ad.trace(lambda k, s: bits(NAMESPACE, k, s), np.array([3, 5, -7, 0]), np.array([0, 1, 2, 3]))
+    assert [e.prim.name for e in tape.eqns] == ["bitwise_and", "bitwise_or", "bitwise_xor", "invert",
+                                                "left_shift", "right_shift"]
+    k, s = np.array([-1, 12, 255, -128]), np.array([4, 0, 1, 5])
+    for got, want in zip(tape(k, s), bits(strict, strict.asarray(k), strict.asarray(s)), strict=True):
+        np.testing.assert_array_equal(got, np.asarray(want))
 
-def test_a_function_without_a_rule_is_refused_naming_it_and_the_line():
     def f(x):
         flags = NAMESPACE.astype(x > 0, NAMESPACE.int64)
         return NAMESPACE.sum(NAMESPACE.astype(NAMESPACE.bitwise_and(flags, 1), x.dtype) * x)
-    where = _line("NAMESPACE.bitwise_and(flags, 1)")
-    with pytest.raises(ad.UnsupportedFunctionError, match="bitwise_and has no rule") as err:
+    np.testing.assert_array_equal(ad.grad(f)(X), (X > 0).astype(float))
+
+
+# -- refusals ------------------------------------------------------------------------------------
+
+def test_a_bitwise_function_of_floats_is_refused_as_numpy_refuses_it_naming_the_line():
+    def f(x):
+        return NAMESPACE.sum(NAMESPACE.astype(NAMESPACE.bitwise_and(x, 1), x.dtype) * x)
+    where = _line("NAMESPACE.bitwise_and(x, 1)")
+    with pytest.raises(TypeError, match="ufunc 'bitwise_and' not supported") as err:
         ad.grad(f)(X)
-    assert where in str(err.value)
+    assert f"recording bitwise_and at {where}" in "\n".join(err.value.__notes__)
 
 
 CALLS = {     # name: (a call on another device, the text of its line)

@@ -1,12 +1,14 @@
 """What the tests of compiled array code share (tests/compiler/test_compile_xp*.py): the
 namespaces they run on (CuPy marked ``gpu``, skipped with the reason when no CUDA device is
-present), moving test arrays there and back, and comparing with the numpy compile."""
+present), moving test arrays there and back, counting what leaves array_api_strict's second
+device, and comparing with the numpy compile."""
 from __future__ import annotations
 
 import importlib
 import warnings
 import zlib
 
+import array_api_strict as xps
 import numpy as np
 import pytest
 
@@ -27,6 +29,8 @@ def _cuda() -> str | None:
 
 
 NO_GPU = _cuda()
+DEVICE = xps.Device("device1")          # array_api_strict's second device: no host copy from it
+CPU = xps.Device("CPU_DEVICE")
 # the libraries the compiled code runs on, by their xp= shortcut
 LIBRARIES = ("array_api_strict", "torch", "jax", "cupy")
 
@@ -97,3 +101,21 @@ def run_quietly(fn, *args):
         warnings.simplefilter("ignore")
         return fn(*args)
 
+
+HOST_READS = ("__array__", "__dlpack__", "__float__", "__int__", "__bool__", "__index__", "__complex__",
+              "to_device", "tolist")
+
+
+@pytest.fixture
+def transfers(monkeypatch):
+    """Every conversion of an array_api_strict array that could leave its device, counted."""
+    seen: list[str] = []
+    strict_array = type(xps.asarray(0.0))
+    for name in HOST_READS:
+        method = getattr(strict_array, name, None)
+        if method is not None:
+            def counted(self, *args, _method=method, _name=name, **kwargs):
+                seen.append(_name)
+                return _method(self, *args, **kwargs)
+            monkeypatch.setattr(strict_array, name, counted)
+    return seen

@@ -211,10 +211,12 @@ def test_ndarray_methods_work_or_name_the_method_and_the_fix():
         ad.trace(lambda x: x.frobnicate(), np.ones(2))
 
 
-def test_bitwise_operators_are_numpys_on_booleans_and_refused_on_integers():
-    """``&``, ``|``, ``^``, ``~`` are numpy's bitwise operators: on boolean masks the logical
-    primitives (the same values), on traced integers a loud refusal naming the line, never a
-    logical result in place of the bits (``t & 6`` was ``logical_and``: bools)."""
+def test_bitwise_operators_are_numpys_logical_on_booleans_bitwise_on_integers_refused_on_floats():
+    """``&``, ``|``, ``^``, ``~``, ``<<``, ``>>`` are numpy's bitwise operators: on boolean masks
+    the logical primitives (the same values), on traced integers the bitwise ones, recorded
+    (the tape reruns at other integers as numpy computes them), never a logical result in place
+    of the bits (``t & 6`` was ``logical_and``: bools); on floats numpy's TypeError, naming the
+    op and the user's line."""
     x = np.array([-2.0, 1.0, 3.0, 6.0])
 
     def masked(t):
@@ -225,8 +227,24 @@ def test_bitwise_operators_are_numpys_on_booleans_and_refused_on_integers():
     m &= True ^ (x == 1)
     np.testing.assert_array_equal(ad.grad(masked)(x), np.where(m, 2 * x, 0.0))
     assert {e.prim.name for e in ad.trace(masked, x).eqns} >= {"logical_and", "logical_or", "logical_xor", "logical_not"}
-    ints = np.array([3, 5, 7])
+
+    def bits(t, s):
+        u = t & 6 | (3 ^ t)
+        u ^= ~t
+        u <<= s
+        u |= 1 << s
+        return t & s, 6 | t, u, ~t, t << s, t >> s, -9 >> s, t >> 1
+    ints, shifts = np.array([3, 5, -7, 0]), np.array([0, 1, 2, 3])
+    tape = ad.trace(bits, ints, shifts)
+    assert {e.prim.name for e in tape.eqns} == {"bitwise_and", "bitwise_or", "bitwise_xor", "invert",
+                                                "left_shift", "right_shift"}
+    for t, s in ((ints, shifts), (np.array([-1, 12, 255, -128]), np.array([4, 0, 1, 5]))):
+        for got, want in zip(tape(t, s), bits(t, s), strict=True):
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
     for f, name in ((lambda t: t & 6, "bitwise_and"), (lambda t: 6 | t, "bitwise_or"),
-                    (lambda t: t ^ t, "bitwise_xor"), (lambda t: ~t, "invert")):
-        with pytest.raises(ad.UnsupportedFunctionError, match=rf"np\.{name} has no rule(.|\n)*test_trace\.py"):
-            ad.trace(f, ints)
+                    (lambda t: t ^ t, "bitwise_xor"), (lambda t: ~t, "invert"), (lambda t: t << 1, "left_shift"),
+                    (lambda t: 1 >> t, "right_shift")):
+        refusal = rf"ufunc '{name}' not supported(.|\n)*recording {name} at .*test_trace\.py"
+        with pytest.raises(TypeError, match=refusal):
+            ad.trace(f, np.array([3.0, 5.0]))

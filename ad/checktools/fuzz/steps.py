@@ -226,6 +226,9 @@ NOT_DRAWN = {
     "full": "no operand: nothing to differentiate",
     "dropout_mask": "random: draws a new mask each call (ad.nn.dropout's tests check it)",
     "guard": "the machinery's record of a branch: programs with control flow draw it",
+    **dict.fromkeys(("bitwise_and", "bitwise_or", "bitwise_xor", "invert", "left_shift", "right_shift",
+                     "bitwise_count"), "integer operands only: nothing to differentiate (the registry's "
+                                       "value tests and tests/core/test_trace.py check them)"),
 }
 
 

@@ -45,10 +45,11 @@ declare({"Abs": np.abs, "Neg": np.negative, "Exp": np.exp, "Log": np.log, "Sqrt"
          "Acosh": np.arccosh, "Atanh": np.arctanh, "Floor": np.floor, "Ceil": np.ceil,
          "Reciprocal": np.reciprocal, "Sign": np.sign, "Round": np.round, "Erf": nn.erf,
          "Sigmoid": nn.sigmoid, "Relu": nn.relu, "Softplus": nn.softplus, "Softsign": softsign,
-         "Not": np.logical_not, "IsNaN": np.isnan}, _unary)
+         "Not": np.logical_not, "IsNaN": np.isnan, "BitwiseNot": np.invert}, _unary)
 declare({"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "And": np.logical_and,
          "Or": np.logical_or, "Xor": np.logical_xor, "Equal": np.equal, "Less": np.less,
-         "Greater": np.greater, "LessOrEqual": np.less_equal, "GreaterOrEqual": np.greater_equal},
+         "Greater": np.greater, "LessOrEqual": np.less_equal, "GreaterOrEqual": np.greater_equal,
+         "BitwiseAnd": np.bitwise_and, "BitwiseOr": np.bitwise_or, "BitwiseXor": np.bitwise_xor},
         _binary)
 declare({"Pow": np.power}, _same_dtype)
 
@@ -58,6 +59,16 @@ def _div(n, a, b):
     if np.issubdtype(np.result_type(a), np.integer):
         return np.trunc(np.true_divide(a, b)).astype(np.result_type(a))
     return np.divide(a, b)
+
+
+@op("BitShift", since=11)
+def _bit_shift(n, x, s):
+    """Of unsigned integers (ONNX's types): numpy's shifts, a shift of the width or more giving 0."""
+    shifts = {"LEFT": np.left_shift, "RIGHT": np.right_shift}
+    direction = n.attr("direction")
+    if direction not in shifts:
+        raise n.error(f"direction={direction!r} (LEFT or RIGHT)")
+    return shifts[direction](*_broadcast(n, x, s))
 
 
 @op("Mod")

@@ -16,7 +16,6 @@ import re
 import warnings
 
 import numpy as np
-import pytest
 
 from tests.support.needs import module as optional_module  # in CI, a missing module fails
 onnx = optional_module("onnx")
@@ -231,9 +230,6 @@ def test_only_the_issues_exclusions_are_counted_apart():
     assert UNRUN not in figures["undeclared"], figures["undeclared"][UNRUN]
 
 
-@pytest.mark.xfail(strict=True, reason="90.6 % (1480 of 1633): the 153 cases of ops the importer does not declare "
-                   "(BitShift and Bitwise*, quantized ops, the ops of opsets 26-28, ...) count as failing; "
-                   "docs/onnx_import.md lists them")
 def test_92_percent_of_all_cases_with_float_or_integer_tensors_pass():
     """Of every case ONNX ships whose values are float or integer tensors (the others counted
     apart: ``EXCLUDED``), at least 92 % pass; a case of an op the importer does not declare
