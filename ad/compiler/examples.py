@@ -41,47 +41,38 @@ def evaluate(source: str, n: int, c=None):
     return eval(source, {"np": np, "n": n, "c": c})     # noqa: S307 (sources written by unify)
 
 
-class SizeInt(int):
-    """An int param that follows the number of examples: its value at the sample's size, its
-    source (``n - 1``) as its repr, parenthesized unless it is ``n`` (a spelling may write a
-    param next to an operator).
+class _Size:
+    """A number that keeps its value at the sample's size and knows its source as a function of
+    ``n``: its repr, parenthesized unless it is ``n`` (a spelling may write it next to an operator)."""
+
+    def __new__(cls, value, source: str):
+        self = super().__new__(cls, value)
+        self.source = source
+        return self
+
+    def __repr__(self) -> str:
+        return _written(self.source)
+
+    def __reduce__(self):
+        return type(self), (self.number(self), self.source)
+
+    def at(self, n: int):
+        return evaluate(self.source, n)
+
+
+class SizeInt(_Size, int):
+    """An int param that follows the number of examples (``n - 1``).
 
     >>> s = ad.compiler.examples.SizeInt(64, "n - 1")
     >>> s + 1, (s, 3), s.at(10)
     (65, ((n - 1), 3), 9)
     """
-
-    def __new__(cls, value: int, source: str):
-        self = super().__new__(cls, value)
-        self.source = source
-        return self
-
-    def __repr__(self) -> str:
-        return _written(self.source)
-
-    def __reduce__(self):
-        return type(self), (int(self), self.source)
-
-    def at(self, n: int) -> int:
-        return evaluate(self.source, n)
+    number = int
 
 
-class SizeFloat(float):
-    """A float param that follows the number of examples (``1.0 / n``), as ``SizeInt``."""
-
-    def __new__(cls, value: float, source: str):
-        self = super().__new__(cls, value)
-        self.source = source
-        return self
-
-    def __repr__(self) -> str:
-        return _written(self.source)
-
-    def __reduce__(self):
-        return type(self), (float(self), self.source)
-
-    def at(self, n: int) -> float:
-        return evaluate(self.source, n)
+class SizeFloat(_Size, float):
+    """A float param that follows the number of examples (``1.0 / n``)."""
+    number = float
 
 
 @dataclass(frozen=True)

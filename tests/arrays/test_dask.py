@@ -9,17 +9,14 @@ import numpy as np
 import pytest
 
 import ad
+from tests.support.needs import module as optional_module
 from ad.compiler.examples import ExamplesError
+from tests.arrays.test_examples import logistic
 
-da = pytest.importorskip("dask.array")
-dask = pytest.importorskip("dask")
+da = optional_module("dask.array")
+dask = optional_module("dask")
 
 RNG = np.random.default_rng(0)
-
-
-def logistic(w, b, X, y):
-    z = X @ w + b
-    return np.mean(np.logaddexp(0, z) - y * z)
 
 
 def mlp(W1, b1, W2, X, y):
@@ -207,7 +204,7 @@ class WorkerWatch:
 
 @pytest.mark.slow
 def test_a_dataset_larger_than_the_workers_memory_on_a_distributed_cluster():
-    distributed = pytest.importorskip("distributed")
+    distributed = optional_module("distributed")
     limit = 512 * 10 ** 6
     w, b = (RNG.normal(size=FEATURES) * 0.1).astype(np.float32), np.float32(0.05)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, memory_limit="512MB",

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import ad
+from tests.support.needs import module as optional_module
 from ad.compiler.examples import ExamplesError, SizeInt
 from tests.support.numeric import fd_grad
 
@@ -229,7 +230,7 @@ def test_compiled_code_checks_the_outputs_against_their_symbolic_shapes():
 
 def test_the_polymorphic_gradient_over_another_array_namespace():
     """``ad.compile(..., xp=)``: the same program, n read from the namespace's arrays."""
-    xps = pytest.importorskip("array_api_strict")
+    xps = optional_module("array_api_strict")
     loss, ps, make, argnums, gt, g = compiled("mlp")
     on = ad.compile(gt, xp=xps)
     assert "n = v3.shape[0]" in on.source and "xp.reshape(v7, shape=(n, 2, 4))" in on.source

@@ -16,7 +16,7 @@ from torch import nn  # noqa: E402
 
 import ad  # noqa: E402
 import tapeviz  # noqa: E402
-from tests.support.torch_models import build, export  # noqa: E402
+from tests.support.torch_models import build, export, perturbed  # noqa: E402
 
 
 class Block(nn.Module):
@@ -55,14 +55,7 @@ def resnet() -> tuple:
     """(torch module, input, ONNX bytes): float32, every parameter and batch-norm statistic
     perturbed (the exporter merges equal initializers, which would tie their gradients)."""
     torch.manual_seed(0)
-    module = ResNet().eval()
-    with torch.no_grad():
-        for p in module.parameters():
-            p.add_(0.1 * torch.randn_like(p))
-        for m in module.modules():
-            if isinstance(m, nn.BatchNorm2d):
-                m.running_mean.uniform_(-0.5, 0.5)
-                m.running_var.uniform_(0.5, 1.5)
+    module = perturbed(ResNet().eval())
     x = torch.randn(2, 3, 16, 16)
     return module, x, export(module, x)
 

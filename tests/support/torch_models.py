@@ -92,12 +92,9 @@ def export(module: nn.Module, x: torch.Tensor, opset: int | None = None) -> byte
     return buf.getvalue()
 
 
-def build(name: str, seed: int = 0, opset: int | None = None):
-    """(torch module, input, ONNX bytes): float64, every parameter and batch-norm statistic
-    perturbed so that none is a default (the exporter merges equal initializers)."""
-    torch.manual_seed(seed)
-    factory, shape = MODELS[name]
-    module = factory().double().eval()
+def perturbed(module):
+    """``module`` with every parameter and batch-norm statistic moved off its default (the exporter
+    merges equal initializers, which would tie their gradients)."""
     with torch.no_grad():
         for p in module.parameters():
             p.add_(0.1 * torch.randn_like(p))
@@ -105,5 +102,14 @@ def build(name: str, seed: int = 0, opset: int | None = None):
             if isinstance(m, nn.BatchNorm2d):
                 m.running_mean.uniform_(-0.5, 0.5)
                 m.running_var.uniform_(0.5, 1.5)
+    return module
+
+
+def build(name: str, seed: int = 0, opset: int | None = None):
+    """(torch module, input, ONNX bytes): float64, every parameter and batch-norm statistic
+    perturbed so that none is a default (the exporter merges equal initializers)."""
+    torch.manual_seed(seed)
+    factory, shape = MODELS[name]
+    module = perturbed(factory().double().eval())
     x = torch.randn(*shape, dtype=torch.float64)
     return module, x, export(module, x, opset)

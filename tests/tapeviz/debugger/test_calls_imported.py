@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import ad
+from tests.support.needs import module as optional_module
 import tapeviz
 from ad.origins import OriginKind
 from tapeviz.debugger.calls_drawing import calls_dot
@@ -19,7 +20,7 @@ from tapeviz.debugger.dot import DOT
 from tests.support.needs import needs
 from tests.tapeviz.debugger.test_calls_view import columns, edge_lines, nodes
 
-imported_networks = pytest.importorskip("tests.support.imported_networks")    # torch and onnx; in CI, required
+imported_networks = optional_module("tests.support.imported_networks")    # torch and onnx; in CI, required
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from tapeviz.debugger import page
 from tapeviz.debugger.calls_tables import calls_data
 
 from tests.support.debug_programs import nested_args, nested_loss
+from tests.support.needs import module as optional_module
 from tests.support.page_module import NodeRunner, needs_node, page_session
 
 NODE_SCRIPT = """
@@ -82,7 +83,7 @@ def test_the_page_writes_the_kernels_drawings(program, tmp_path):
         W, x = nested_args()
         dbg = tapeviz.debug_jvp(nested_loss, (W, x), (np.ones_like(W), None))
     elif program.startswith("imported"):
-        dbg = pytest.importorskip("tests.support.imported_networks").debugger(program.split()[1])
+        dbg = optional_module("tests.support.imported_networks").debugger(program.split()[1])
     else:
         dbg = tapeviz.debug(*((rnn_loss, *rnn_example()) if program == "rnn" else (mlp_loss, *mlp_example())))
     data = page_session(dbg, tmp_path)
