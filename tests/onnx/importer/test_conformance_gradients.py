@@ -10,7 +10,7 @@ does not converge as the step shrinks (the direction crosses a jump: floor, roun
 comparison, a max-pool tie) leaves the case unchecked; the test reports how many, and fails if
 that is more than a few percent. Cost: ~15 s, and the cases' outcomes (~10 s, shared with
 test_conformance.py in one session). Measured: 1,119 cases agree, 35 cross a jump or a kink, 8
-compute in float16, 3 change shape with a step; 262 have no float input or output.
+compute in float16, 3 change shape with a step; 305 have no float input or output (1,470 passing cases).
 """
 from __future__ import annotations
 
