@@ -33,6 +33,19 @@ def _least_precise(tape) -> np.dtype:
     return max(dtypes, key=lambda d: np.finfo(d).eps, default=np.dtype(np.float64))
 
 
+def of_float_inputs(prog, inputs, wrt):
+    """``(f, xs)``: the program as a function of its float inputs ``wrt`` (in float64; the others
+    held), returning its float outputs, and those inputs' values."""
+    wide = [x.astype(np.float64) if x.dtype.kind == "f" else x for x in inputs]
+
+    def f(*xs):
+        args = list(wide)
+        for i, x in zip(wrt, xs):
+            args[i] = x
+        return tuple(y for y in prog.run(args) if np.result_type(y).kind == "f")
+    return f, [wide[i] for i in wrt]
+
+
 def dot_product_check(case, rng) -> str:
     """"agree", "differ: <lhs> vs <rhs>", or why it is not checked: "no float input", "no float
     output", "float16" (the graph computes in float16), "shape changes" (a step changes the
@@ -44,15 +57,7 @@ def dot_product_check(case, rng) -> str:
     wrt = [i for i, x in enumerate(inputs) if x.dtype.kind == "f" and np.all(np.isfinite(x))]
     if not wrt:
         return "no float input"
-    prog = OnnxProgram(case.model, inputs=inputs)
-    floats = [x.astype(np.float64) if x.dtype.kind == "f" else x for x in inputs]
-
-    def f(*xs):
-        args = list(floats)
-        for i, x in zip(wrt, xs):
-            args[i] = x
-        return tuple(y for y in prog.run(args) if np.result_type(y).kind == "f")
-    xs = [floats[i] for i in wrt]
+    f, xs = of_float_inputs(OnnxProgram(case.model, inputs=inputs), inputs, wrt)
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         ys, pullback = ad.vjp(f, *xs)

@@ -17,6 +17,7 @@ from onnx import helper  # noqa: E402
 
 import ad  # noqa: E402
 from ad.checks.fd import directional_derivative, refined  # noqa: E402
+from tests.onnx.importer.test_conformance_gradients import of_float_inputs  # noqa: E402
 
 F32, I64 = np.float32, np.int64
 
@@ -47,14 +48,7 @@ def check(op, opset, inputs, *, wrt=(), n_out=1, rtol=2e-5, atol=2e-5, **attrs):
         np.testing.assert_allclose(g, e, rtol=rtol, atol=atol)
     if not wrt:
         return
-    wide = [x.astype(np.float64) if x.dtype.kind == "f" else x for x in inputs]
-
-    def f(*xs):
-        args = list(wide)
-        for i, x in zip(wrt, xs):
-            args[i] = x
-        return tuple(y for y in prog.run(args) if np.result_type(y).kind == "f")
-    xs = [wide[i] for i in wrt]
+    f, xs = of_float_inputs(prog, inputs, wrt)
     directions = np.random.default_rng(1)
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
