@@ -11,6 +11,9 @@ same module, and the first call of each form (trace, lift, optimise, compile and
 ``ad.grad`` of the imported program costs once), from the program and from the file's bytes.
 Growth: a chain of ``n`` nodes (MatMul with its own 8x8 weight, then Tanh, ...), parsed, then
 parsed and traced, for n = 1000, 4000, 16000: the cost per node stays flat if import is linear.
+Size bombs: one node asking for 2**40 elements (ConstantOfShape, Expand, Tile), imported and traced
+until it is refused (issue 33: under a second, nothing of that size allocated; the allocation is
+measured by tests/onnx/importer/test_size_limits.py).
 One BLAS/OpenMP thread, medians of CPU time.
 
     python -m bench.bench_onnx_import
@@ -26,6 +29,7 @@ import numpy as np  # noqa: E402  (after bench.common pins the BLAS threads)
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 import ad  # noqa: E402
+from ad.onnx.importer import OnnxImportError  # noqa: E402
 
 BATCH = 64
 CHAIN_NODES = (1000, 4000, 16000)
@@ -151,12 +155,39 @@ def chain_table(rounds: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+def bomb_model(op: str) -> bytes:
+    """A model whose node ``bomb`` makes a 2**40-element output from a constant operand."""
+    big, x = 1 << 20, helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    operand = {"ConstantOfShape": [big, big], "Expand": [big * big, 2, 3], "Tile": [big, big]}[op]
+    inputs = ["s"] if op == "ConstantOfShape" else ["x", "s"]
+    graph = helper.make_graph([helper.make_node(op, inputs, ["y"], name="bomb")], "g", [x],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(np.array(operand, np.int64), "s")])
+    return helper.make_model(graph, opset_imports=[helper.make_operatorsetid("", 20)]).SerializeToString()
+
+
+def bomb_table(rounds: int) -> str:
+    def refused(m):
+        try:
+            ad.from_onnx(m).tape
+        except OnnxImportError:
+            return
+        raise AssertionError("a size bomb was not refused")
+    models = {op: bomb_model(op) for op in ("ConstantOfShape", "Expand", "Tile")}
+    times = measure({op: lambda m=m: refused(m) for op, m in models.items()}, rounds=rounds, min_time=0.0)
+    lines = ["### refusing a size bomb (2**40 elements asked by one node): import and trace until refused", "",
+             "| node | median per refusal |", "| --- | ---: |"]
+    lines += [f"| {op} | {format_time(t)} |" for op, t in times.items()]
+    return "\n".join(lines) + "\n"
+
+
 def run(rounds: int = 7) -> str:
     parts = []
     torch = optional("torch")
     if torch is not None:
         parts.append(cnn_tables(torch, rounds))
     parts.append(chain_table(rounds))
+    parts.append(bomb_table(rounds))
     return "\n".join(parts)
 
 

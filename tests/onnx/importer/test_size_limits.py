@@ -1,11 +1,10 @@
 """Size bombs: a small model whose node asks for an enormous output (or an initializer that
 declares an enormous size) is refused with an OnnxImportError naming the node, its op and the
-size, in well under a second and before anything of that size is allocated (tracemalloc, which
-sees numpy's allocations, measures the peak). The limit is 2**31 elements and 8 GiB by default;
+size, before anything of that size is allocated (tracemalloc, which sees numpy's allocations,
+measures the peak; how fast it is refused is bench/bench_onnx_import.py's, 1-5 ms). The limit is 2**31 elements and 8 GiB by default;
 ``max_elements=`` moves it. Cost: < 1 s."""
 from __future__ import annotations
 
-import time
 import tracemalloc
 
 import numpy as np
@@ -66,18 +65,15 @@ BOMBS = {
 
 
 @pytest.mark.parametrize("op", sorted(BOMBS))
-def test_a_bomb_is_refused_fast_naming_node_op_and_size_without_allocating_it(op):
+def test_a_bomb_is_refused_naming_node_op_and_size_without_allocating_it(op):
     tracemalloc.start()
-    start = time.perf_counter()
     try:
         with pytest.raises(OnnxImportError, match=rf"node 'bomb' \({op},.*is refused: [\d,]+ elements .*"
                                                   r"over the limit of 2,147,483,648 elements and 8 GiB"):
             ad.from_onnx(BOMBS[op]).tape
-        elapsed = time.perf_counter() - start
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert elapsed < 1.0, elapsed
     assert peak < 32 << 20, peak          # the inputs (1 MiB for Add's) and the tracer's bookkeeping
 
 
@@ -95,12 +91,10 @@ def test_declared_initializer_sizes_are_checked_against_their_data():
     empty.raw_data = b""
     short = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[BIG])
     short.float_data.extend([1.0, 2.0, 3.0])
-    start = time.perf_counter()
     for tensor, message in [(empty, r"initializer 'w': shape \(1048576, 1048576\) is refused"),
                             (short, r"initializer 'w': float_data holds 3 values for shape \(1048576,\)")]:
         with pytest.raises(OnnxImportError, match=message):
             ad.from_onnx(model([helper.make_node("Add", ["x", "w"], ["y"])], initializers=[tensor]))
-    assert time.perf_counter() - start < 1.0
 
 
 def test_graph_inputs_are_checked_before_they_are_made():
