@@ -52,23 +52,30 @@ def _indexing_loss_in_jax(x, w):
     return jnp.sum(a ** 2) + jnp.sum(jnp.tanh(b)) + jnp.sum(c * c) + jnp.sum(y ** 2)
 
 
-@pytest.fixture(scope="module")
-def indexing():
-    """The gradient tape, its flat inputs, numpy's compiled outputs."""
-    x = np.random.default_rng(7).standard_normal((5, 4))
+def _compiled(loss, x):
+    """The gradient tape of ``loss`` at ``x`` and fixed weights, its flat inputs, numpy's compiled outputs."""
     w = np.linspace(0.5, 2.0, 4)
-    gt = ad.optimize(ad.grad_tape(_indexing_loss, x, w, argnums=(0, 1)))
+    gt = ad.optimize(ad.grad_tape(loss, x, w, argnums=(0, 1)))
     flat = gt.flatten_args((x, w))
     return gt, flat, ad.compile(gt).run(flat)
 
 
-def test_numpys_gradient_is_jaxs(indexing):
-    """The independent oracle: what the array code must equal is jax.grad's gradient."""
-    gt, (x, w), (value, dx, dw) = indexing
-    want_value, (want_dx, want_dw) = jax.value_and_grad(_indexing_loss_in_jax, argnums=(0, 1))(x, w)
+@pytest.fixture(scope="module")
+def indexing():
+    return _compiled(_indexing_loss, np.random.default_rng(7).standard_normal((5, 4)))
+
+
+def _equals_jax(compiled, loss_in_jax):
+    gt, (x, w), (value, dx, dw) = compiled
+    want_value, (want_dx, want_dw) = jax.value_and_grad(loss_in_jax, argnums=(0, 1))(x, w)
     np.testing.assert_allclose(value, want_value, rtol=1e-13)
     np.testing.assert_allclose(dx, want_dx, rtol=1e-13, atol=1e-13)
     np.testing.assert_allclose(dw, want_dw, rtol=1e-13, atol=1e-13)
+
+
+def test_numpys_gradient_is_jaxs(indexing):
+    """The independent oracle: what the array code must equal is jax.grad's gradient."""
+    _equals_jax(indexing, _indexing_loss_in_jax)
 
 
 @pytest.mark.parametrize("library", [pytest.param(lib, marks=marks(lib)) for lib in LIBRARIES])
@@ -187,18 +194,11 @@ def _order_statistics_in_jax(x, w):
 def order_statistics():
     x = np.random.default_rng(5).standard_normal((5, 4))
     x[3, 1] = x[0, 2] = np.max(x) + 1.0                       # row 0 and row 3 both hold a maximum: repeats
-    w = np.linspace(0.5, 2.0, 4)
-    gt = ad.optimize(ad.grad_tape(_order_statistics, x, w, argnums=(0, 1)))
-    flat = gt.flatten_args((x, w))
-    return gt, flat, ad.compile(gt).run(flat)
+    return _compiled(_order_statistics, x)
 
 
 def test_order_statistics_gradient_is_jaxs(order_statistics):
-    gt, (x, w), (value, dx, dw) = order_statistics
-    want_value, (want_dx, want_dw) = jax.value_and_grad(_order_statistics_in_jax, argnums=(0, 1))(x, w)
-    np.testing.assert_allclose(value, want_value, rtol=1e-13)
-    np.testing.assert_allclose(dx, want_dx, rtol=1e-13, atol=1e-13)
-    np.testing.assert_allclose(dw, want_dw, rtol=1e-13, atol=1e-13)
+    _equals_jax(order_statistics, _order_statistics_in_jax)
 
 
 @pytest.mark.parametrize("library", ["numpy", "torch", "jax",
