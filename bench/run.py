@@ -18,7 +18,7 @@ BENCHES = {"workloads": "bench.bench_workloads", "mlp": "bench.bench_mlp", "chai
            "forward": "bench.bench_forward", "onnx_import": "bench.bench_onnx_import",
            "fused": "bench.bench_fused", "compile_time": "bench.bench_compile_time",
            "fuzz": "bench.bench_fuzz", "mutants": "bench.bench_mutants", "scopes": "bench.bench_scopes",
-           "batching": "bench.bench_batching", "dask": "bench.bench_dask"}
+           "batching": "bench.bench_batching", "dask": "bench.bench_dask", "peers": "bench.peers"}
 
 
 def main(argv: list[str]) -> None:

@@ -337,7 +337,7 @@ def _multiply_rule(a, b):
 @rrule(np.divide)
 def _divide_rule(a, b):
     y = a / b
-    return y, lambda dy: (thunk(lambda: dy / b), thunk(lambda: -dy * y / b))
+    return y, lambda dy: (thunk(lambda: dy / b), thunk(lambda: -(dy / b) * y))   # CSE shares dy / b
 
 
 def _power_slope(x, p):
@@ -375,21 +375,30 @@ def _float_power_rule(x, p):
     return y, pullback
 
 
-def _select_rule(op):
-    """max/min-style rules: the gradient goes to the selected operand, split evenly on ties."""
+def _select_rule(op, chose_a):
+    """max/min-style rules: the gradient goes to the selected operand, split evenly on ties.
+    ``dy`` times a share (1, 1/2 or 0), as JAX's rule: a select of ``dy`` on a mask that is
+    half true is ~5x slower in numpy (branch mispredictions) than the product."""
     def rule(a, b):
         y = op(a, b)
 
         def pullback(dy):
             def da():
-                return np.where(a == b, 0.5 * dy, np.where(a == y, dy, 0))   # in dy's dtype
+                half = np.asarray(0.5, np.result_type(dy))                   # keeps dy's dtype
+                chose = chose_a(a, b, y)             # a Python bool when a and b are Python numbers
+                chose = chose.astype(half.dtype) if hasattr(chose, "astype") else half.dtype.type(chose)
+                return dy * np.where(a == b, half, chose)
             return thunk(da), thunk(lambda: dy - da())     # CSE merges the two da()
         return y, pullback
     return rule
 
 
-for _uf in (np.maximum, np.minimum, np.fmax, np.fmin):
-    rrule(_uf)(_select_rule(_uf))
+# Where ``a`` is the operand selected (not on a tie): maximum and minimum compare (a NaN on
+# either side selects neither: y is that NaN); fmax and fmin skip a NaN, so they ask y.
+_CHOSE_A = {np.maximum: lambda a, b, y: a >= b, np.minimum: lambda a, b, y: a <= b,
+            np.fmax: lambda a, b, y: a == y, np.fmin: lambda a, b, y: a == y}
+for _uf, _chose_a in _CHOSE_A.items():
+    rrule(_uf)(_select_rule(_uf, _chose_a))
 
 
 @rrule(np.modf)

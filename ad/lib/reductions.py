@@ -173,8 +173,9 @@ def _argmin(a, axis=None, out=None, *, keepdims=False):
 
 
 linear_rule(sum_p, lambda dy, x, axis, keepdims: expand_to(dy, x.shape, axis, keepdims))
-linear_rule(mean_p, lambda dy, x, axis, keepdims: expand_to(dy, x.shape, axis, keepdims)
-            * (np.size(dy) / np.size(x) if np.size(x) else 0.0))
+# scaled before it is broadcast: the pooled-size product, not the full one (the same numbers)
+linear_rule(mean_p, lambda dy, x, axis, keepdims: expand_to(dy * (np.size(dy) / np.size(x) if np.size(x) else 0.0),
+                                                            x.shape, axis, keepdims))
 
 
 @rrule(prod_p)

@@ -17,7 +17,9 @@ computes.
 * ``factor`` (``distributive``): the distributive law on derivative equations,
   ``a*c1 + (a*c2)*b -> a*(c1 + c2*b)`` (it changes rounding: see its docstring).
 
-``optimize`` (``pipeline``) runs factor, then fold, simplify and CSE together in one walk over
+* ``signs`` (``negations``): negations moved out of products (exact): ``(-a)*(-b) -> a*b``, ``x + (-y) -> x - y``.
+
+``optimize`` (``pipeline``) runs factor and signs, then fold, simplify and CSE together in one walk over
 the equations (``walk``: one walk is their fixed point), then DCE, and all again if that left
 something to factor. It records op counts in ``tape.meta["passes"]``.
 """
@@ -27,6 +29,7 @@ from .dead_code import dce
 from .distributive import factor
 from .pipeline import op_counts, optimize
 from .rewrites import RULES
+from .negations import signs
 from .walk import cse, fold, simplify
 
-__all__ = ["optimize", "op_counts", "factor", "fold", "simplify", "cse", "dce", "RULES"]
+__all__ = ["optimize", "op_counts", "factor", "signs", "fold", "simplify", "cse", "dce", "RULES"]
