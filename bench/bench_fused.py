@@ -1,8 +1,9 @@
 """The fused backend (``ad.compile(tape, backend="fused")``, ad/compiler/fused.py) side by side with the
 numpy backend, jax.jit and the hand-written gradients on issue 19's vector and scalar workloads
-(bench.workloads): medians of CPU time per call, ratios to the hand-written numpy gradient; then
-first calls (trace + lift + optimise + compile + run) with a cold kernel cache, a warm one, and
-jax.jit's. The C compiler runs as a child process: its CPU time is counted too.
+(bench.workloads): medians of CPU time per call, ratios to the hand-written numpy gradient; how
+each fused loop runs (C or numpy lines, as measured on its first calls); then first calls (trace
++ lift + optimise + compile + run) with a cold kernel cache, a warm one, and jax.jit's. The C
+compiler runs as a child process: its CPU time is counted too.
 
     python -m bench.bench_fused                # vector and scalar
     python -m bench.bench_fused mlp cnn        # any of bench.workloads.WORKLOADS
@@ -22,13 +23,7 @@ from bench.bench_workloads import _cpu, _jax, _jax_args, check  # noqa: E402
 from bench.workloads import WORKLOADS, Workload  # noqa: E402
 
 
-def fused_grad(w: Workload, args):
-    """The fused gradient of ``w.loss`` in its first argument: what the main table's column calls."""
-    fused = ad.compile(ad.optimize(ad.grad_tape(w.loss, *args)), backend="fused")
-    return lambda: fused(*args)[1]
-
-
-def contenders(w: Workload, args) -> dict:
+def contenders(w: Workload, args, fused) -> dict:
     out = {"numpy by hand": lambda: w.by_hand(*args)}
     if w.by_math is not None:
         out["math by hand"] = lambda: w.by_math(*args)
@@ -36,7 +31,7 @@ def contenders(w: Workload, args) -> dict:
     out["ad.grad compiled"] = lambda: g(*args)
     numpy_backend = ad.compile(ad.optimize(ad.grad_tape(w.loss, *args)))
     out["ad.compile numpy"] = lambda: numpy_backend(*args)[1]
-    out["ad.compile fused"] = fused_grad(w, args)
+    out["ad.compile fused"] = lambda: fused(*args)[1]      # the gradient in the first argument
     jax = _jax()
     if jax is not None and not w.jax_jit:
         jit, jargs = jax.jit(jax.grad(w.loss_for(jax.numpy))), _jax_args(jax, args)
@@ -72,13 +67,15 @@ def run(names=None, rounds: int = 9) -> str:
         w = WORKLOADS[name]
         args = w.args()
         firsts = first_calls(w, args)
-        calls = contenders(w, args)
+        fused = ad.compile(ad.optimize(ad.grad_tape(w.loss, *args)), backend="fused")
+        calls = contenders(w, args, fused)
         check(w, args, calls)
         times = measure(calls, rounds=rounds)
         base = times["numpy by hand"]
         lines += [f"### {w.title}", "", "| contender | median per call | ratio to numpy by hand |",
                   "| --- | ---: | ---: |"]
         lines += [f"| {c} | {format_time(t)} | {t / base:.3f}x |" for c, t in times.items()]
+        lines += ["", *(f"- {k.choice()}" for k in fused.kernels)]
         lines += ["", "| first call | CPU | wall |", "| --- | ---: | ---: |"]
         lines += [f"| {c} | {format_time(cpu)} | {format_time(wall)} |" for c, (cpu, wall) in firsts.items()]
         lines.append("")

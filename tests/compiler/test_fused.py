@@ -1,14 +1,17 @@
 """The fused backend (``ad.compile(tape, backend="fused")``, ad/compiler/fused.py) against the numpy backend:
 every gradient case of the spec table (tests/support/cases.py) and hypothesis-generated programs (mixing
 the shapes a loop broadcasts, sums that end a loop, a matmul between loops) give
-the same results to rounding; the loops follow numpy at NaN, inf and zero; what cannot be fused
-stays a numpy line; bad arguments and a missing compiler are refused by name.
+the same results to rounding; the loops follow numpy at NaN, inf and zero, built for every vector
+width the machine runs; long loops split into functions give the unsplit loop's results; each loop
+runs in C or as numpy lines, whichever measured faster; what cannot be fused stays a numpy line;
+bad arguments and a missing compiler are refused by name.
 
-Cost: ~29 s of CPU for the file (1,681 tests; ~1.5-2 min of wall time on the loaded 2-core
-machine): collecting and tracing the spec table ~18 s, one C compiler run at -O0 for its 2,161
-loops ~4 s, one at -O2 per generated program (20) ~3 s."""
+Cost: ~18 s of CPU for the file (1,762 tests, today's idle 2-core machine): collecting and tracing
+the spec table, one C compiler run at -O0 for its 2,161 loops, one optimised per generated program
+(20) and per split-loop case."""
 import math
 import os
+import warnings
 
 import numpy as np
 import pytest
@@ -16,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ad
-from ad.compiler import fused
+from ad.compiler import clib, fused, kernels
 from ad.samples import F32, F64
 from tests.support.cases import floats, weighted, weights
 from tests.support.rule_checks import GRADIENT_CASES
@@ -141,9 +144,22 @@ def test_empty_arrays_are_not_fused():
 EDGES = np.array([0.0, -0.0, 1.0, -1.0, 2.5, -3.0, np.inf, -np.inf, np.nan, 1e-310, 1e300])
 
 
-def test_loops_follow_numpy_at_nan_inf_and_zero():
+def _isas():
+    """The vector widths this machine's loops can be built for (``clib.vector_flags``): its own
+    flags, and each narrower x86 one it also runs (AVX2, SSE2), or only its own elsewhere."""
+    own = clib.vector_flags()
+    narrower = [clib.vector_flags(cpu=cpu) for cpu in ({"avx2"}, set())] if "-mavx512f" in own else \
+        [clib.vector_flags(cpu=set())] if "-mavx2" in own else []
+    return [own, *narrower]
+
+
+@pytest.mark.parametrize("isa", _isas(), ids=lambda flags: next((f for f in flags if f.startswith("-mavx")), "base"))
+def test_loops_follow_numpy_at_nan_inf_and_zero(isa, monkeypatch):
     """Every fused spelling on values where C and numpy could differ: division by zero,
-    NaN through maximum and minimum, sign of NaN, integer powers, comparisons with NaN."""
+    NaN through maximum and minimum, sign of NaN, integer powers, comparisons with NaN; built
+    for every vector width the machine runs (glibc's vector sin, exp... differ from its scalar
+    ones in the last bits: within the promise, and alike at the edges)."""
+    monkeypatch.setattr(clib, "_VECTOR_FLAGS", [isa])
     def f(x, y):
         with np.errstate(all="ignore"):
             outs = [x / y, np.maximum(x, y), np.minimum(x, y), np.sign(x), x ** 2, x ** y, np.sqrt(x),
@@ -252,9 +268,9 @@ def test_kernels_are_cached_by_their_source(tmp_path, monkeypatch):
 
 def test_a_missing_compiler_and_an_unknown_backend_are_named(monkeypatch):
     monkeypatch.setenv("CC", "no-such-cc")
-    monkeypatch.setattr(fused, "_COMPILER", [])
+    monkeypatch.setattr(clib, "_COMPILER", [])
     tape = ad.trace(lambda x: np.cos(x) * x, np.ones(3))
-    with pytest.raises(fused.FusedUnavailable, match="backend='numpy'"):
+    with pytest.raises(clib.FusedUnavailable, match="backend='numpy'"):
         ad.compile(tape, backend="fused")
     with pytest.raises(ValueError, match="choose one of"):
         ad.compile(tape, backend="numba")
@@ -276,3 +292,136 @@ def test_the_kernel_cache_drops_the_least_recently_used_past_its_bound(tmp_path,
     kept = set(tmp_path.glob("*.so"))
     assert first_library in kept and second_library not in kept and len(kept) == 2
     np.testing.assert_allclose(first(np.ones(5)), second(np.ones(5)) - 1.0)   # loaded ones still run
+
+
+def _chain(x, w):
+    """A long elementwise chain with what a split loop carries between its functions: values
+    read several parts later, a bool, a float32 round trip, a broadcast row, a sum inside."""
+    y, sums = x, []
+    for k in range(12):
+        y = np.sin(y) * w + np.where(y > 0.1 * k, y, 0.5 * x)
+        sums.append(np.sum(np.tanh(y)))
+        y = y.astype(np.float32).astype(np.float64) if k == 5 else y
+    return sum(sums) + np.sum(y * x)
+
+
+@pytest.mark.parametrize("shape", [(), (16,), (64,), (10, 13), (3, 200)], ids=str)
+def test_long_loops_split_into_functions_give_the_same_results(shape, monkeypatch):
+    """With ``PART`` small every loop is split: its parts pass values through the scratch array,
+    blocks of ``BLOCK`` elements run through all of them (a last block overlapping the one before
+    it: 130 and 600 elements), sums count each element once; 1-element loops (a Python float)
+    split too. Results are the unsplit loop's, to rounding."""
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-1.0, 1.0, shape)
+    w = rng.uniform(0.5, 1.0, shape[-1:])
+    tape = ad.optimize(ad.grad_tape(_chain, x, w, argnums=(0, 1)))
+    whole = ad.compile(tape, backend="fused")
+    monkeypatch.setattr(kernels, "PART", 7)
+    split = ad.compile(tape, backend="fused")
+    assert split.kernels[0].scratch is not None and whole.kernels[0].scratch is None
+    assert "static __attribute__((noinline)) void f_loop0_3(" in split.kernel_source
+    flat = tape.flatten_args((x, w))
+    for got, want in zip(split.fn(*flat), whole.fn(*flat)):
+        np.testing.assert_allclose(got, want, rtol=1e-13)
+    _agree(tape, split, (x, w), 1e-13)
+
+
+def test_a_split_loop_reuses_the_scratch_of_values_no_part_reads_any_more(monkeypatch):
+    """A chain where each value is read by the next equation only: one slot per part boundary
+    would do, and the scratch holds a few slots of ``BLOCK`` elements, not one per value."""
+    monkeypatch.setattr(kernels, "PART", 5)
+
+    def f(x):
+        for _ in range(40):
+            x = np.sin(x) * 0.9
+        return x
+    c = ad.compile(ad.trace(f, np.ones(100)), backend="fused")
+    [k] = c.kernels
+    assert k.source.count("static __attribute__") == 16 and k.scratch <= 2 * kernels.BLOCK
+    np.testing.assert_allclose(c(np.linspace(-1, 1, 100)), f(np.linspace(-1, 1, 100)), rtol=1e-14)
+
+
+class _Clock:
+    """A clock for the measurement: each C call takes ``c`` seconds, each run of the numpy lines
+    ``numpy`` (the kernel reads the clock before and after each)."""
+
+    def __init__(self, c, numpy):
+        self.ticks, self.now = iter([0, c, 0, numpy] * kernels.MEASURED_CALLS), 0.0
+
+    def __call__(self):
+        self.now += next(self.ticks)
+        return self.now
+
+
+@pytest.mark.parametrize("faster", ["C", "numpy"])
+def test_a_loop_runs_as_the_faster_of_c_and_numpy_lines(faster, monkeypatch):
+    """The first calls time both ways and return the C loop's results; then the faster runs
+    alone, and ``repr`` says which and the times."""
+    monkeypatch.setattr(kernels, "CLOCK", _Clock(1.0, 2.0) if faster == "C" else _Clock(2.0, 1.0))
+    x = np.linspace(-1.0, 1.0, 50)
+    c = ad.compile(ad.trace(lambda x: np.exp(np.sin(x)) * x, x), backend="fused")
+    [k] = c.kernels
+    for _ in range(kernels.MEASURED_CALLS):
+        assert k.runs is None
+        np.testing.assert_array_equal(c(x), k._run((x,))[0])
+    assert k.runs == faster and (k._twin is not None)
+    assert (f"f_loop0 runs {'in C' if faster == 'C' else 'as numpy lines'}: C {'1' if faster == 'C' else '2'}e+03 ms, "
+            f"numpy lines {'2' if faster == 'C' else '1'}e+03 ms (best of 3 calls)") in repr(c)
+    want = k._run((x,))[0] if faster == "C" else k.numpy_twin()(x)[0]
+    np.testing.assert_array_equal(c(x), want)
+
+
+def test_a_loop_faster_than_numpy_could_call_its_lines_is_not_timed_against_them():
+    """The 240-op vector: one C call takes less than numpy's per-line overhead times its lines,
+    so it runs in C from the first call, its numpy lines never made."""
+    x = np.linspace(-1.0, 1.0, 16)
+
+    def f(x):
+        y = x
+        for _ in range(40):
+            y = np.sin(y) * x / np.exp(np.cos(y)) + x
+        return np.sum(y)
+    c = ad.compile(ad.optimize(ad.grad_tape(f, x)), backend="fused")
+    c(x)
+    [k] = c.kernels
+    assert k.runs == "C" and k._twin is None and "not timed against them" in k.choice()
+
+
+def test_measuring_keeps_the_numpy_lines_warnings_to_themselves(monkeypatch):
+    """While measured, the numpy lines run on the real operands but their results are not the
+    call's: log(0) warns only once they are what runs, as the numpy backend warns."""
+    monkeypatch.setattr(kernels, "CLOCK", _Clock(2.0, 1.0))
+    x = np.array([0.0, 1.0, 2.0])
+    with np.errstate(divide="ignore"):
+        c = ad.compile(ad.trace(lambda x: np.log(x) + x * x, x), backend="fused")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(kernels.MEASURED_CALLS):
+            c(x)
+    assert c.kernels[0].runs == "numpy"
+    with pytest.warns(RuntimeWarning, match="divide by zero"):
+        c(x)
+
+
+@pytest.mark.parametrize("machine, libc, cpu, widest", [
+    ("x86_64", ("glibc", "2.36"), {"avx2", "avx512f"}, "-mavx512f"),
+    ("x86_64", ("glibc", "2.36"), {"avx2"}, "-mavx2"),
+    ("x86_64", ("glibc", "2.22"), set(), None),
+    ("x86_64", ("glibc", "2.17"), {"avx2"}, "no libmvec"),
+    ("x86_64", ("", ""), {"avx2"}, "no libmvec"),          # musl
+    ("aarch64", ("glibc", "2.36"), set(), "no libmvec"),
+])
+def test_loops_vectorise_with_libmvec_where_glibc_has_it(machine, libc, cpu, widest):
+    flags = clib.vector_flags(machine, libc, cpu)
+    if widest == "no libmvec":
+        assert flags == ()
+        return
+    assert "-lmvec" in flags and "-fopenmp-simd" in flags and "-ffast-math" not in flags
+    assert [f for f in flags if f.startswith("-mavx")] == ([widest] if widest else [])
+
+
+def test_long_libraries_build_at_a_cheaper_level_and_optimise_false_at_o0():
+    assert clib.flags(clib.O2_UP_TO)[0] == "-O2"
+    assert clib.flags(clib.O2_UP_TO + 1)[:2] == ("-O1", "-fno-tree-bit-ccp")
+    assert clib.flags(10, optimise=False)[0] == "-O0"
+    assert all("-ffp-contract=off" in clib.flags(n) for n in (1, 10**5))
