@@ -1,7 +1,7 @@
-"""The fused backend of ``ad.compile``: each chain of elementwise equations, with the full sums
-that read it, becomes one C loop, compiled by the machine's C compiler and called through
-ctypes; every other equation (matmul, indexing, reductions along an axis...) stays the numpy
-line the numpy backend writes (``ad.compiler.emit``), in the Python driver that calls the loops.
+"""The fused backend of ``ad.compile``: each chain of elementwise equations, with the reshapes
+and sums that read it, becomes one C loop (nested over its axes), compiled by the machine's C
+compiler and called through ctypes; every other equation (matmul, indexing, row sums...) stays
+the numpy line the numpy backend writes (``ad.compiler.emit``), in the Python driver that calls the loops.
 This module groups the equations and writes the driver; ``ad.compiler.kernels`` writes each
 loop's C (vectorised, long ones split into functions) and chooses by measurement between it and
 numpy; ``ad.compiler.clib`` builds and caches the libraries (docs/fused.md).
@@ -28,8 +28,8 @@ from ..gradtape import GradTape
 from .clib import build
 from .codegen import FREE_BYTES, Compiled
 from .emit import Namespace, eqn_source, guard_source, operand_source
-from .kernels import CTYPES, PRELUDE, SPELLINGS, SUMS, Group, Kernel, index, kernel
-from ..core_prims import astype_p, broadcast_to_p
+from .kernels import CTYPES, PRELUDE, REDUCTIONS, SPELLINGS, SUMS, Group, Kernel, kernel, reduced, refine, strides
+from ..core_prims import astype_p, broadcast_to_p, reshape_p
 from ..origins import OriginKind
 from ..tape import Tape, Var, gc_paused
 
@@ -43,11 +43,19 @@ def _reads_ok(e, loop: tuple) -> bool:
     for x in e.inputs:
         if type(x) is Var or isinstance(x.value, np.ndarray):
             aval = x.aval if type(x) is Var else x.value
-            if aval.dtype not in CTYPES or index(tuple(aval.shape), loop) is None:
+            if aval.dtype not in CTYPES or strides(tuple(aval.shape), loop) is None:
                 return False
         elif not _scalar(x.value):
             return False
     return True
+
+
+def _keeps_last_axis(e) -> bool:
+    """Does an axis reduction keep its operand's last axis (of more than one element)? Then the
+    loop's lanes add into distinct elements and it vectorises; a row sum stays a numpy line."""
+    where = reduced(e)
+    return where is not None and next((s for s, extent in zip(where[::-1], e.inputs[0].aval.shape[::-1])
+                                       if extent > 1), 0) != 0
 
 
 def _loop_shape(e) -> tuple | None:
@@ -55,9 +63,11 @@ def _loop_shape(e) -> tuple | None:
     array's: a loop of no elements is numpy's to run, a kernel would read its first)."""
     if e.prim.kind != "pure" or len(e.outputs) != 1 or e.outputs[0].aval.dtype not in CTYPES:
         return None
-    if e.prim in SUMS:
-        x = e.inputs[0]
-        if type(x) is Var and e.outputs[0].aval.size == 1 and x.aval.dtype.kind == "f" and x.aval.size:
+    if e.prim in REDUCTIONS:      # to one number (sums), or along axes in float64 (into the output)
+        x, size = e.inputs[0], e.outputs[0].aval.size
+        if type(x) is Var and x.aval.dtype.kind == "f" and x.aval.size and (
+                size == 1 and e.prim in SUMS
+                or size > 1 and x.aval.dtype == e.outputs[0].aval.dtype == np.float64 and _keeps_last_axis(e)):
             return tuple(x.aval.shape)
         return None
     if e.prim not in SPELLINGS or (e.params and e.prim not in (astype_p, broadcast_to_p)):
@@ -68,8 +78,10 @@ def _loop_shape(e) -> tuple | None:
 
 def fuse(tape: Tape) -> list:
     """The tape's equations in an order to run them: equations, and Groups of two or more. An
-    equation joins the open group if it loops over the same shape and reads none of its sums;
-    a pure equation that cannot be fused and reads nothing of the open group runs before it."""
+    equation joins the open group if it loops over as many elements, in shapes one reshape of
+    the other (``refine``: the loop runs over the finer), and reads none of its sums; a reshape
+    of the group's value joins it (the flat order is the same); a pure equation that cannot be
+    fused and reads nothing of the open group runs before it."""
     plan, group = [], None
 
     def close():
@@ -78,13 +90,20 @@ def fuse(tape: Tape) -> list:
 
     for e in tape.eqns:
         loop = _loop_shape(e)
+        shape = None if group is None or loop is None and e.prim is not reshape_p \
+            else refine(loop or tuple(e.outputs[0].aval.shape), group.shape)
+        if loop is None and shape is not None and type(e.inputs[0]) is Var and e.inputs[0] in group.made \
+                and e.inputs[0] not in group.sums:
+            loop = tuple(e.outputs[0].aval.shape)
         if loop is not None:
-            if group is None or loop != group.shape or any(type(x) is Var and x in group.sums for x in e.inputs):
+            if shape is None or any(type(x) is Var and x in group.sums for x in e.inputs):
                 close()
-                group = Group(loop)
+                group = Group(refine(loop, loop))
+            else:
+                group.shape = shape
             group.eqns.append(e)
             group.made.update(e.outputs)
-            if e.prim in SUMS:
+            if e.prim in REDUCTIONS:
                 group.sums.add(e.outputs[0])
             continue
         if group is not None and (e.prim.kind != "pure" or any(type(x) is Var and x in group.made for x in e.inputs)):
