@@ -31,7 +31,10 @@ from .emit import Namespace, eqn_source, guard_source, operand_source
 from .kernels import CTYPES, PRELUDE, REDUCTIONS, SPELLINGS, SUMS, Group, Kernel, kernel, reduced, refine, strides
 from ..core_prims import astype_p, broadcast_to_p, reshape_p
 from ..origins import OriginKind
+from ..primitives import BY_FUNCTION
 from ..tape import Tape, Var, gc_paused
+
+MATMUL = BY_FUNCTION[np.matmul]     # its result is a new array, which a loop may write over
 
 # -- grouping ---------------------------------------------------------------------------------
 
@@ -90,11 +93,10 @@ def fuse(tape: Tape) -> list:
 
     for e in tape.eqns:
         loop = _loop_shape(e)
-        shape = None if group is None or loop is None and e.prim is not reshape_p \
-            else refine(loop or tuple(e.outputs[0].aval.shape), group.shape)
-        if loop is None and shape is not None and type(e.inputs[0]) is Var and e.inputs[0] in group.made \
-                and e.inputs[0] not in group.sums:
-            loop = tuple(e.outputs[0].aval.shape)
+        if e.prim is reshape_p and group is not None and type(e.inputs[0]) is Var and e.inputs[0] in group.made \
+                and e.inputs[0] not in group.sums and refine(tuple(e.outputs[0].aval.shape), group.shape):
+            loop = tuple(e.outputs[0].aval.shape)      # a reshape of the loop's value: free
+        shape = None if group is None or loop is None else refine(loop, group.shape)
         if loop is not None:
             if shape is None or any(type(x) is Var and x in group.sums for x in e.inputs):
                 close()
@@ -148,6 +150,39 @@ class Fused(Compiled):
         return f"```python\n{self.source}```" + (f"\n\n```c\n{self.kernel_source}```" if self.kernels else "")
 
 
+def _donatable(tape: Tape, plan: list) -> set:
+    """The values whose buffers a loop may write its outputs into: new arrays (a matmul's, a
+    loop's but the two sides of a reshape or broadcast, which its numpy lines return as views)
+    read by that loop alone and neither the tape's input nor its output. Saves allocating (and faulting in) an array a call."""
+    readers: dict = {}
+    for item in plan:
+        made = item.made if isinstance(item, Group) else set()
+        for x in {x for e in (item.eqns if isinstance(item, Group) else (item,)) for x in e.inputs
+                  if type(x) is Var and x not in made}:
+            readers[x] = readers.get(x, 0) + 1
+    fresh = set()
+    for item in plan:
+        if isinstance(item, Group):
+            shared = {v for e in item.eqns if e.prim.returns_view for v in (e.inputs[0], e.outputs[0])}
+            fresh.update(item.made - shared)
+        elif item.prim is MATMUL:
+            fresh.update(item.outputs)
+    kept = set(tape.inputs) | {x for x in tape.outputs if type(x) is Var}
+    return {x for x in fresh if readers.get(x) == 1 and x not in kept}
+
+
+def _donate(k: Kernel, operands: list, donatable: set):
+    """Which operand's buffer each output of an unsplit loop takes (``Kernel.donors``)."""
+    if k.scratch is not None:      # a later part could read an operand an earlier one wrote over
+        return
+    free = [j for j, x in enumerate(operands) if type(x) is Var and x in donatable]
+    for o, (y, dt, shape) in enumerate(k.outputs):
+        j = next((j for j in free if operands[j].aval.dtype == dt and tuple(operands[j].aval.shape) == shape), None)
+        if j is not None and y not in k.group.sums:
+            k.donors[o] = j
+            free.remove(j)
+
+
 def _generate(tape: Tape, name: str) -> tuple[list, str, dict]:
     """The kernels, the driver's source and its globals."""
     ns = Namespace()
@@ -160,9 +195,11 @@ def _generate(tape: Tape, name: str) -> tuple[list, str, dict]:
     n_forward = tape.n_forward if isinstance(tape, GradTape) else len(tape.eqns)
     kernels, statements = [], []            # (first equation's index, line, variables read)
     position = {id(e): i for i, e in enumerate(tape.eqns)}
+    donatable = _donatable(tape, plan)
     for item in plan:
         if isinstance(item, Group):
             k, operands = kernel(f"{name}_loop{len(kernels)}", item, read_outside, ns)
+            _donate(k, operands, donatable)
             kernels.append(k)
             fn = ns.bind(k, k.name, numbered=False)
             outs = [f"v{y.n}" for y in sorted(read_outside & item.made, key=lambda v: v.n)]

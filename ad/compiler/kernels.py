@@ -262,6 +262,9 @@ class Kernel:
             self.scalars[dt] = self.scalars.get(dt, 0) + (shape == ())
         self.fn, self._ns, self._operands, self._twin = None, ns, operands, None
         self.runs, self.times = None, {"C": [], "numpy": []}
+        # output position -> the position of an operand whose buffer it may take (the driver's
+        # choice: a fresh array no one reads after); used once measured, read at [i] before written
+        self.donors = {}
 
     def link(self, library: ctypes.CDLL):
         self.fn = getattr(library, self.name)
@@ -275,7 +278,7 @@ class Kernel:
                                        for x, (_, size, _) in zip(args, self.inputs)):
             return self.numpy_twin()(*args)
         if self.runs == "C":
-            return self._run(args)
+            return self._run(args, donate=True)
         return self._measure(args)
 
     def _timed(self, args) -> tuple:
@@ -312,7 +315,7 @@ class Kernel:
         return (f"{self.name} runs {way}: C {_format_time(min(self.times['C']))}, numpy lines "
                 f"{_format_time(min(self.times['numpy']))} (best of {len(self.times['C'])} calls)")
 
-    def _run(self, args):
+    def _run(self, args, donate: bool = False):
         held, cargs = [], [] if self.n is None else [self.n]
         for x, (dt, size, by_value) in zip(args, self.inputs):
             if by_value:
@@ -325,8 +328,8 @@ class Kernel:
             held.append(a)
             cargs.append(a.ctypes.data)
         scalars = {dt: np.empty(k, dt) for dt, k in self.scalars.items() if k}
-        results = [np.empty(shape, dt) if slot is None else None
-                   for (_, dt, shape), slot in zip(self.outputs, self.slots)]
+        results = [self._buffer(args[self.donors[o]] if donate and o in self.donors else None, dt, shape)
+                   if slot is None else None for o, ((_, dt, shape), slot) in enumerate(zip(self.outputs, self.slots))]
         cargs.extend(r.ctypes.data if slot is None else scalars[dt].ctypes.data + slot * dt.itemsize
                      for r, (_, dt, _), slot in zip(results, self.outputs, self.slots))
         if self.scratch is not None:
@@ -335,6 +338,15 @@ class Kernel:
         self.fn(*cargs)
         return tuple(r if slot is None else scalars[dt][slot]
                      for r, (_, dt, _), slot in zip(results, self.outputs, self.slots))
+
+    @staticmethod
+    def _buffer(donor, dt, shape) -> np.ndarray:
+        """An output's array: the donor's if it owns its memory, writable, of the output's shape
+        and C order (not a view some other value shares), else a new one."""
+        if isinstance(donor, np.ndarray) and donor.flags.owndata and donor.flags.writeable \
+                and donor.flags.c_contiguous and donor.dtype == dt and donor.shape == shape:
+            return donor
+        return np.empty(shape, dt)
 
     def numpy_twin(self):
         """The loop's equations as numpy lines, a function of the same operands."""

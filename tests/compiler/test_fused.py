@@ -322,6 +322,45 @@ def test_axis_sums_add_into_their_output_in_the_loop(split, monkeypatch):
             np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-14)
 
 
+def test_a_loop_writes_over_a_new_array_no_one_reads_after_it():
+    """``tanh(x @ W + b)``: the matmul's result is read by the loop alone, which (once measured)
+    writes its output into it; a tape input, a value also read elsewhere, a split loop's operand
+    and a view are never written over. Every call gives the numpy backend's results."""
+    rng = np.random.default_rng(4)
+    x, W, b = rng.standard_normal((6, 5)), rng.standard_normal((5, 8)), rng.standard_normal(8)
+
+    def f(x, W, b):
+        g = x @ W
+        return np.tanh(x @ W + b) * 2.0, np.sin(x) + 1.0, np.exp(g) * 3.0 + g[0]
+    tape = ad.trace(f, x, W, b)
+    compiled = ad.compile(tape, backend="fused")
+    first, inputs_only, read_twice = compiled.kernels
+    assert first.donors == {0: 0} and not inputs_only.donors and not read_twice.donors
+    for k in compiled.kernels:
+        k.runs = "C"
+    for _ in range(3):
+        for got, want in zip(compiled(x, W, b), f(x, W, b)):
+            np.testing.assert_allclose(got, want, rtol=1e-15, atol=1e-15)
+    h = x @ W
+    assert first(h, b)[0] is h and first(h[:, :], b)[0] is not h     # a view is not written over
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(kernels, "PART", 1)
+        assert not any(k.donors for k in ad.compile(tape, backend="fused").kernels)
+
+    def g(x):       # a loop's value, read by the next loop alone, is written over; a reshape's is not
+        a = np.tanh(x) * 2.0
+        r = np.reshape(np.sin(x) * 2.0, (30,))
+        return (a - np.sum(a)) * 3.0, np.cos(r - np.sum(r)) + 1.0
+    compiled = ad.compile(ad.trace(g, x), backend="fused")
+    assert [bool(k.donors) for k in compiled.kernels] == [False, True, False]
+    for runs in ("C", "numpy"):     # numpy lines return a reshape as a view
+        for k in compiled.kernels:
+            k.runs = runs
+        for _ in range(2):
+            for got, want in zip(compiled(x), g(x)):
+                np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-14)
+
+
 def test_operands_in_another_memory_order_run_as_numpy_lines():
     """A transposed view reaches the loop: its equations run as numpy lines (no copy)."""
     def f(x):
