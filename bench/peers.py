@@ -38,8 +38,6 @@ def __getattr__(name):
 
 def measure(*options: str) -> dict:
     """Run bench_peers.py with our rows and ``options``; its JSON report."""
-    if not os.path.exists(SCRIPT):
-        raise FileNotFoundError(f"{SCRIPT} is not on this machine: the independent baselines live outside the project")
     with tempfile.TemporaryDirectory() as folder:
         out = os.path.join(folder, "peers.json")
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (ROOT, os.environ.get("PYTHONPATH"))))}
@@ -63,8 +61,8 @@ def summary(report: dict) -> str:
     for case, by_label in rows.items():
         hand = next(r for label, r in by_label.items() if label.startswith("numpy hand-written"))["grad"]["median"]
         cells = []
-        for label in COLUMNS.values():
-            r = by_label.get(label)
+        for label in COLUMNS.values():      # "torch eager (im2col port)": the op-for-op port
+            r = by_label.get(label) or next((r for k, r in by_label.items() if k.startswith(label + " (")), None)
             cells.append(f"{r['grad']['median'] / hand:.2f}" if r and "grad" in r else "-")
         lines.append(f"| {case} | {_time(hand)} | " + " | ".join(cells) + " |")
     lines += ["", "First call minus a steady one (trace, lift, optimise, compile or jit), wall clock:", "",
@@ -84,6 +82,8 @@ def _time(seconds: float) -> str:
 
 
 def run() -> str:
+    if not os.path.exists(SCRIPT):
+        return f"### Independent baselines: not measured ({SCRIPT} is not on this machine)\n"
     return summary(measure())
 
 
