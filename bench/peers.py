@@ -18,6 +18,7 @@ import sys
 import tempfile
 
 import ad
+from bench.common import format_time
 
 _ROWS = sys.modules["__main__"].__dict__.get("OURS_VARIANTS")
 if _ROWS is not None and all("fused" not in label for label, _ in _ROWS):
@@ -64,21 +65,14 @@ def summary(report: dict) -> str:
         for label in COLUMNS.values():      # "torch eager (im2col port)": the op-for-op port
             r = by_label.get(label) or next((r for k, r in by_label.items() if k.startswith(label + " (")), None)
             cells.append(f"{r['grad']['median'] / hand:.2f}" if r and "grad" in r else "-")
-        lines.append(f"| {case} | {_time(hand)} | " + " | ".join(cells) + " |")
+        lines.append(f"| {case} | {format_time(hand)} | " + " | ".join(cells) + " |")
     lines += ["", "First call minus a steady one (trace, lift, optimise, compile or jit), wall clock:", "",
               "| workload | " + " | ".join(FIRST_CALLS) + " |", "| --- |" + " ---: |" * len(FIRST_CALLS)]
     for case, by_label in rows.items():
-        cells = [_time(by_label[COLUMNS[c]]["compile_grad"]) if "compile_grad" in by_label.get(COLUMNS[c], {}) else "-"
+        cells = [format_time(by_label[COLUMNS[c]]["compile_grad"]) if "compile_grad" in by_label.get(COLUMNS[c], {}) else "-"
                  for c in FIRST_CALLS]
         lines.append(f"| {case} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
-
-
-def _time(seconds: float) -> str:
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if seconds >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds * 1e9:.3g} ns"
 
 
 def run() -> str:
