@@ -44,6 +44,7 @@ from .. import pytree
 from ..errors import GuardError
 from ..gradtape import GradTape
 from ..origins import OriginKind
+from ..passes.negations import signs
 from ..scopes import common_prefix
 from ..tape import Tape, Var, gc_paused
 from .array_api import ArrayNamespace, namespace
@@ -146,7 +147,9 @@ def generate(tape: Tape, name: str = "f", scalar: bool = False, xp=None) -> tupl
     """(source, globals) of a Python function computing the tape: numpy code, or with
     ``scalar`` (see ``is_scalar``) Python float code, whose results are numpy float64 scalars as
     numpy's would be, or with ``xp`` code over that array namespace (``ad.compiler.array_api``,
-    which refuses here a tape the namespace cannot run)."""
+    which refuses here a tape the namespace cannot run, naming the tape's own equations). numpy
+    code has its negations moved first (``signs``: exact, it only drops operations)."""
+    tape = signs(tape) if xp is None else tape
     eqns = tape.eqns
     ns = Namespace(scalar, compact=len(eqns) > LONG) if xp is None else ArrayNamespace(xp, compact=len(eqns) > LONG)
     polymorphic = is_polymorphic(tape)           # in the number of examples: ad.compiler.polymorphic

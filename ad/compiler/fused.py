@@ -32,6 +32,7 @@ from .kernels import CTYPES, PRELUDE, REDUCTIONS, SPELLINGS, SUMS, Group, Kernel
 from ..core_prims import astype_p, broadcast_to_p, reshape_p
 from ..origins import OriginKind
 from ..primitives import BY_FUNCTION
+from ..passes.negations import signs
 from ..tape import Tape, Var, gc_paused
 
 MATMUL = BY_FUNCTION[np.matmul]     # its result is a new array, which a loop may write over
@@ -184,7 +185,8 @@ def _donate(k: Kernel, operands: list, donatable: set):
 
 
 def _generate(tape: Tape, name: str) -> tuple[list, str, dict]:
-    """The kernels, the driver's source and its globals."""
+    """The kernels, the driver's source and its globals (negations moved first: ``signs``)."""
+    tape = signs(tape)
     ns = Namespace()
     plan = fuse(tape)
     maker = {y: g for g in plan if isinstance(g, Group) for y in g.made}    # a loop's values

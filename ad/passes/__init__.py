@@ -17,9 +17,11 @@ computes.
 * ``factor`` (``distributive``): the distributive law on derivative equations,
   ``a*c1 + (a*c2)*b -> a*(c1 + c2*b)`` (it changes rounding: see its docstring).
 
-* ``signs`` (``negations``): negations moved out of products (exact): ``(-a)*(-b) -> a*b``, ``x + (-y) -> x - y``.
+* ``signs`` (``negations``): negations moved out of products (exact): ``(-a)*(-b) -> a*b``, ``x + (-y) -> x - y``;
+  run by the code generators (compiled, fused), not by ``optimize``: it moves a rule's sign into the next
+  rule's equations, so a lifted tape's blocks would no longer hold their rules' values.
 
-``optimize`` (``pipeline``) runs factor and signs, then fold, simplify and CSE together in one walk over
+``optimize`` (``pipeline``) runs factor, then fold, simplify and CSE together in one walk over
 the equations (``walk``: one walk is their fixed point), then DCE, and all again if that left
 something to factor. It records op counts in ``tape.meta["passes"]``.
 """

@@ -1,8 +1,10 @@
 """``signs``: negations moved out of products and into sums, where they cancel. Derivatives
 multiply negated factors often (the pullback of a quotient is -dy*y/b, the derivative of cos is
 -sin x), so a chain rule through both computes two negations that cancel; a hand-written
-gradient has neither. A pass of its own, run before the walk, because whether a negation can
-move depends on all the readers of its value, where the walk looks at one equation at a time.
+gradient has neither. The code generators run it (``ad.compiler.codegen``, ``fused``), not
+``optimize``: it moves one rule's sign into the next rule's equations, so the lifted tape's
+blocks, which the debugger compares with the rules' closures, would no longer hold their values.
+A pass of its own because whether a negation can move depends on all the readers of its value.
 
 Exact: IEEE rounding is symmetric, so (-a)*b is -(a*b) and (-a)/b is -(a/b) to the bit, and
 a + (-b) is a - b, a - (-b) is a + b by definition (only a NaN's sign bit can differ). A sum
@@ -27,14 +29,13 @@ def signs(tape: Tape) -> Tape:
     is the negation of the plain product (which the next product absorbs), of two the plain
     product; ``x + (-y)`` becomes ``x - y``, ``(-x) + y`` becomes ``y - x``, ``x - (-y)``
     becomes ``x + y``. A negation is moved only where every reader of its value absorbs it,
-    so no value is computed twice and the tape never grows. Real float values only; the user's
-    own equations (a gradient tape's forward part) keep their arithmetic."""
-    start = getattr(tape, "n_forward", 0)
-    backward = tape.eqns[start:]
-    absorbed = _absorbed(backward, tape.outputs, _candidates(backward))
+    so no value is computed twice and the tape never grows. Real float values of derivative
+    equations only (``Origin.is_backward``: pullbacks, pushforwards); the user's own equations
+    keep their arithmetic."""
+    absorbed = _absorbed(tape.eqns, tape.outputs, _candidates(tape.eqns))
     negated: dict = {}      # v -> u where v = -u and v is not computed
-    kept, dropped, counter = list(tape.eqns[:start]), [], None
-    for i, e in enumerate(backward, start):
+    kept, dropped, counter = [], [], None
+    for i, e in enumerate(tape.eqns):
         flips = [type(x) is Var and x in negated for x in e.inputs]
         if _negation(e) and e.outputs[0] in absorbed:
             negated[e.outputs[0]] = e.inputs[0]
@@ -71,7 +72,8 @@ def _negation(e: Eqn) -> bool:
 
 
 def _real(e: Eqn) -> bool:
-    return len(e.outputs) == 1 and e.outputs[0].aval.dtype.kind == "f"
+    """A derivative equation of one real float output: the kind this pass rewrites."""
+    return e.origin.is_backward and len(e.outputs) == 1 and e.outputs[0].aval.dtype.kind == "f"
 
 
 def _candidates(eqns) -> set:

@@ -5,27 +5,25 @@ from __future__ import annotations
 from ..tape import Tape, gc_paused
 from .dead_code import dce
 from .distributive import factor
-from .negations import signs
 from .walk import walk
 
 
 @gc_paused
 def optimize(tape: Tape) -> Tape:
-    """``factor`` and ``signs``, then fold, simplify and CSE in one walk and DCE: the passes'
-    fixed point (the module ``walk`` says why one walk reaches it), unless the optimised tape has
-    more to factor or negations to move (a simplification made one more product), and then all
-    again. ``meta["passes"]`` lists (pass, eqns before, after)."""
+    """``factor``, then fold, simplify and CSE in one walk and DCE: the passes' fixed point (the
+    module ``walk`` says why one walk reaches it), unless the optimised tape has more to factor (a
+    simplification made one more product), and then all again. ``meta["passes"]`` lists (pass,
+    eqns before, after)."""
     log = []
+    factored = factor(tape)
     while True:
-        factored = factor(tape)
-        moved = signs(factored)
-        if log and moved is tape:
-            return tape.replace(meta={**tape.meta, "passes": log})
-        walked = walk(moved, fold=True, simplify=True, cse=True)
+        walked = walk(factored, fold=True, simplify=True, cse=True)
         live = dce(walked)
-        log += [("factor", len(tape.eqns), len(factored.eqns)), ("signs", len(factored.eqns), len(moved.eqns)),
-                ("fold+simplify+cse", len(moved.eqns), len(walked.eqns)), ("dce", len(walked.eqns), len(live.eqns))]
-        tape = live
+        log += [("factor", len(tape.eqns), len(factored.eqns)), ("fold+simplify+cse", len(factored.eqns),
+                len(walked.eqns)), ("dce", len(walked.eqns), len(live.eqns))]
+        tape, factored = live, factor(live)
+        if factored is live:
+            return live.replace(meta={**live.meta, "passes": log})
 
 
 def op_counts(tape: Tape) -> dict[str, int]:

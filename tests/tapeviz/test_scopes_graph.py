@@ -132,7 +132,7 @@ def test_the_mlp_draws_a_node_per_layer_call_beside_its_pullback(mlp_scoped):
     own = [d for _, d in c.nodes(data=True) if d["kind"] == "scope" and d["of"] is None]   # the loss's own lines
     assert [(d["phase"], d["name"], d["rule"]) for d in own] == [
         ("forward", "", "multiply, sum, mean, negative"),
-        ("backward", "", "full, negative, reshape, broadcast_to, multiply")]
+        ("backward", "", "full, negative, multiply, reshape, broadcast_to")]
     assert c.number_of_nodes() == 6 + 8
 
 
