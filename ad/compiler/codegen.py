@@ -149,11 +149,11 @@ def generate(tape: Tape, name: str = "f", scalar: bool = False, xp=None) -> tupl
     numpy's would be, or with ``xp`` code over that array namespace (``ad.compiler.array_api``,
     which refuses here a tape the namespace cannot run, naming the tape's own equations). numpy
     code has its negations moved first (``signs``: exact, it only drops operations)."""
-    if xp is None and not is_polymorphic(tape):     # (its meta["examples"] describes the tape itself)
+    polymorphic = is_polymorphic(tape)           # in the number of examples: ad.compiler.polymorphic
+    if xp is None and not polymorphic:           # (its meta["examples"] describes the tape itself)
         tape = signs(tape)
     eqns = tape.eqns
     ns = Namespace(scalar, compact=len(eqns) > LONG) if xp is None else ArrayNamespace(xp, compact=len(eqns) > LONG)
-    polymorphic = is_polymorphic(tape)           # in the number of examples: ad.compiler.polymorphic
     head = prologue(tape, ns) if polymorphic else []        # (for Dask, refuses first what needs all of them)
     if xp is not None:
         ns.check(tape)
