@@ -232,7 +232,8 @@ class ArrayNamespace(Namespace):
         """The operands of ``e`` as array code passes them. A static index's operands: the
         positions it selects (``POSITIONS``), computed now with numpy, one constant. A ufunc's:
         cast to the dtypes of the loop numpy runs where they differ: the standard does not
-        promote across kinds (a float times a bool, ints divided), and a 0-d float64 array does
+        promote across kinds (a float times a bool, ints divided, a where choosing between a
+        float and a bool), and a 0-d float64 array does
         not make PyTorch's float32 operand float64 as numpy's does. The operand of a
         ``NUMERIC`` reduction: to its result's dtype where the kinds differ."""
         if self._by_positions(e):
@@ -250,6 +251,8 @@ class ArrayNamespace(Namespace):
         if isinstance(uf, np.ufunc):
             given = tuple(x.aval.dtype if type(x) is Var else _dtype_of_literal(x.value) for x in e.inputs)
             loop = uf.resolve_dtypes(given + (None,) * uf.nout)
+        elif uf is np.where:      # its branches promote to the result (numpy's; the standard's mixes no kinds)
+            loop = (np.dtype(np.bool_),) + (e.outputs[0].aval.dtype,) * 2
         elif standard_function(e.prim) in NUMERIC and type(e.inputs[0]) is Var \
                 and e.inputs[0].aval.dtype.kind != e.outputs[0].aval.dtype.kind:
             loop = (e.outputs[0].aval.dtype,)

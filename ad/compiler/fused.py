@@ -26,16 +26,18 @@ import numpy as np
 
 from ..gradtape import GradTape
 from .clib import build
+from .contractions import unroll_small_matmuls
 from .codegen import FREE_BYTES, Compiled
 from .emit import Namespace, eqn_source, guard_source, operand_source
-from .kernels import CTYPES, PRELUDE, REDUCTIONS, SPELLINGS, SUMS, Group, Kernel, kernel, reduced, refine, strides
-from ..core_prims import astype_p, broadcast_to_p, reshape_p
+from .kernels import CTYPES, LARGEST_VIEWED, PRELUDE, REDUCTIONS, SPELLINGS, SUMS, Group, Kernel, kernel, reduced, refine, strides
+from ..core_prims import astype_p, broadcast_to_p, getitem_p, reshape_p, transpose_p
 from ..origins import OriginKind
 from ..primitives import BY_FUNCTION
 from ..passes.negations import signs
 from ..tape import Tape, Var, gc_paused
 
 MATMUL = BY_FUNCTION[np.matmul]     # its result is a new array, which a loop may write over
+VIEWS = (reshape_p, transpose_p, broadcast_to_p, getitem_p)   # with one operand: numpy's views
 
 # -- grouping ---------------------------------------------------------------------------------
 
@@ -117,6 +119,31 @@ def fuse(tape: Tape) -> list:
     return plan
 
 
+def views(plan: list, read: set) -> dict:
+    """The values in ``read`` that are views of another array (numpy lines of the driver:
+    slices, transposes, reshapes, broadcasts, and views of those): variable -> (base, the flat
+    index in the base of each of its elements, the view equations from the base on). A loop
+    reads such a value where its base holds it, if the indices step at constant strides along
+    the loop's axes (``kernels.affine``): an im2col's shifted slices are read from the image,
+    without the copies numpy makes to pass them on."""
+    made = {e.outputs[0]: e for e in plan if not isinstance(e, Group) and e.prim in VIEWS
+            and len(e.inputs) == 1 and type(e.inputs[0]) is Var}
+    found: dict = {}
+
+    def chain(x) -> tuple:
+        e = made.get(x)
+        return () if e is None else chain(e.inputs[0]) + (e,)
+
+    for x in read:
+        eqns = chain(x)
+        if eqns and 0 < eqns[0].inputs[0].aval.size <= LARGEST_VIEWED:
+            at = np.arange(eqns[0].inputs[0].aval.size).reshape(eqns[0].inputs[0].aval.shape)
+            for e in eqns:
+                at = e.prim.impl(at, **e.kwargs)
+            found[x] = (eqns[0].inputs[0], at, eqns)
+    return found
+
+
 # -- the compiled object ----------------------------------------------------------------------
 
 class Fused(Compiled):
@@ -173,10 +200,12 @@ def _donatable(tape: Tape, plan: list) -> set:
 
 
 def _donate(k: Kernel, operands: list, donatable: set):
-    """Which operand's buffer each output of an unsplit loop takes (``Kernel.donors``)."""
+    """Which operand's buffer each output of an unsplit loop takes (``Kernel.donors``): never
+    one it reads through a view (elsewhere than where it writes)."""
     if k.scratch is not None:      # a later part could read an operand an earlier one wrote over
         return
-    free = [j for j, x in enumerate(operands) if type(x) is Var and x in donatable]
+    viewed = {e.inputs[0] for e in k.views}
+    free = [j for j, x in enumerate(operands) if type(x) is Var and x in donatable and x not in viewed]
     for o, (y, dt, shape) in enumerate(k.outputs):
         j = next((j for j in free if operands[j].aval.dtype == dt and tuple(operands[j].aval.shape) == shape), None)
         if j is not None and y not in k.group.sums:
@@ -185,10 +214,13 @@ def _donate(k: Kernel, operands: list, donatable: set):
 
 
 def _generate(tape: Tape, name: str) -> tuple[list, str, dict]:
-    """The kernels, the driver's source and its globals (negations moved first: ``signs``)."""
-    tape = signs(tape)
+    """The kernels, the driver's source and its globals (negations moved first: ``signs``; small
+    matrix products unrolled into the loops: ``contractions``)."""
+    tape = unroll_small_matmuls(signs(tape))
     ns = Namespace()
     plan = fuse(tape)
+    viewed = views(plan, {x for g in plan if isinstance(g, Group) for e in g.eqns for x in e.inputs
+                          if type(x) is Var and x not in g.made})
     maker = {y: g for g in plan if isinstance(g, Group) for y in g.made}    # a loop's values
     read_outside: set = {x for x in tape.outputs if type(x) is Var}          # needed outside it
     for item in plan:
@@ -196,11 +228,12 @@ def _generate(tape: Tape, name: str) -> tuple[list, str, dict]:
             read_outside.update(x for x in e.inputs if type(x) is Var and maker.get(x, item) is not item)
     n_forward = tape.n_forward if isinstance(tape, GradTape) else len(tape.eqns)
     kernels, statements = [], []            # (first equation's index, line, variables read)
+    views_made = []                         # per statement: the view it makes, if it is one
     position = {id(e): i for i, e in enumerate(tape.eqns)}
     donatable = _donatable(tape, plan)
     for item in plan:
         if isinstance(item, Group):
-            k, operands = kernel(f"{name}_loop{len(kernels)}", item, read_outside, ns)
+            k, operands = kernel(f"{name}_loop{len(kernels)}", item, read_outside, ns, viewed)
             _donate(k, operands, donatable)
             kernels.append(k)
             fn = ns.bind(k, k.name, numbered=False)
@@ -212,12 +245,20 @@ def _generate(tape: Tape, name: str) -> tuple[list, str, dict]:
                     + (" (forward and backward)" if isinstance(tape, GradTape) and len(where) == 2 else "")
                     + " fused" + (f" into one loop over {n} elements" if n > 1 else ""))
             statements.append((position[id(item.eqns[0])], line, [x for x in operands if type(x) is Var]))
+            views_made.append(None)
         else:
             lhs = ", ".join(f"v{v.n}" for v in item.outputs)
             lhs += "," if len(item.outputs) == 1 and item.prim.multiple_results else ""
             rhs = eqn_source(item, ns) if item.prim.kind != "guard" else guard_source(item, ns)
             line = f"{lhs} = {rhs}" + (f"  # {item.origin.describe()}" if item.origin.kind is not OriginKind.PRIMAL else "")
             statements.append((position[id(item)], line, [x for x in item.inputs if type(x) is Var]))
+            views_made.append(item.outputs[0] if item.prim in VIEWS else None)
+    wanted = {x for x in tape.outputs if type(x) is Var}     # a view only loops read is not made
+    for k in reversed(range(len(statements))):
+        if views_made[k] is not None and views_made[k] not in wanted:
+            del statements[k]
+        else:
+            wanted.update(statements[k][2])
     last = {}
     for k, (_, _, reads) in enumerate(statements):
         for x in reads:

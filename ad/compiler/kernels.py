@@ -42,6 +42,8 @@ MEASURED_CALLS = 3     # calls that time both the C loop and its numpy lines
 # A numpy line costs at least this (numpy 2.4: one ufunc call on a 1-element array ~0.27 us, on
 # Python floats ~28 ns): a loop faster than its lines could be called runs in C, untimed.
 NUMPY_LINE, NUMPY_SCALAR_LINE = 0.2e-6, 0.02e-6
+LARGEST_VIEWED = 1 << 22   # the most elements of a view's base, or of a loop reading it, whose indices
+                           # are worked out (an int64 each, when compiling)
 CLOCK = time.thread_time   # what the measurement reads: CPU time, robust to other processes' load
 
 # What every library of kernels starts with: sin and cos declared const, as they are when gcc
@@ -113,6 +115,18 @@ def strides(shape: tuple, loop: tuple) -> tuple | None:
         out.append(step if a == n > 1 else 0)
         step *= a
     return tuple(reversed(out))
+
+
+def affine(at: np.ndarray) -> tuple | None:
+    """(strides along its axes, offset) if the indices ``at`` step at constant strides from
+    ``at``'s first, else None: where a loop over ``at.shape`` reads a view whose elements are
+    at these indices of its base (``fused.views``)."""
+    offset = int(at.flat[0])
+    step = tuple(int(at[(0,) * k + (1,) + (0,) * (at.ndim - k - 1)]) - offset if extent > 1 else 0
+                 for k, extent in enumerate(at.shape))
+    grid = sum((np.arange(extent).reshape((-1,) + (1,) * (at.ndim - k - 1)) * s
+                for k, (extent, s) in enumerate(zip(at.shape, step)) if s), np.int64(offset))
+    return (step, offset) if np.array_equal(at, np.broadcast_to(grid, at.shape)) else None
 
 
 def refine(a: tuple, b: tuple) -> tuple | None:
@@ -189,24 +203,25 @@ def collapse(loop: tuple, reads: list) -> tuple[tuple, list]:
     return tuple(dims), [tuple(col) for col in cols]
 
 
-def at(stride: tuple, dims: tuple, flat: bool) -> str:
-    """Where a loop over ``dims`` reads an operand of these strides (C): ``i`` (the element's flat
-    index: same shape), ``0`` (one element, read once before the loop), else the sum of the
-    counters ``i0, i1...`` of the nested loops times the strides, or, in a loop over flat blocks
-    (a split loop), of the axes' indices taken from ``i`` by division."""
-    if all(s == 0 for s in stride):
-        return "0"
-    if stride == tuple(math.prod(dims[k + 1:]) for k in range(len(dims))):
-        return "i"
+def at(stride: tuple, dims: tuple, flat: bool, offset: int = 0) -> str:
+    """Where a loop over ``dims`` reads an operand of these strides (C), from ``offset`` on:
+    ``i`` (the element's flat index: same shape), ``0`` (one element, read once before the
+    loop), else the sum of the counters ``i0, i1...`` of the nested loops times the strides,
+    or, in a loop over flat blocks (a split loop), of the axes' indices taken from ``i`` by
+    division."""
     terms = []
-    for k, (s, extent) in enumerate(zip(stride, dims)):
-        inner = math.prod(dims[k + 1:])
-        if s and not flat:
-            terms.append(f"i{k}" if s == 1 else f"i{k} * {s}")
-        elif s:
-            axis = f"i / {inner}" if k == 0 else f"i % {extent}" if inner == 1 else f"i / {inner} % {extent}"
-            terms.append(axis if s == 1 else f"({axis}) * {s}")
-    return " + ".join(terms)
+    if stride == tuple(math.prod(dims[k + 1:]) for k in range(len(dims))) and any(stride):
+        terms.append("i")
+    else:
+        for k, (s, extent) in enumerate(zip(stride, dims)):
+            inner = math.prod(dims[k + 1:])
+            counter = "i" if len(dims) == 1 else f"i{k}"      # a loop of one axis counts in i
+            if s and not flat:
+                terms.append(counter if s == 1 else f"{counter} * {s}")
+            elif s:
+                axis = f"i / {inner}" if k == 0 else f"i % {extent}" if inner == 1 else f"i / {inner} % {extent}"
+                terms.append(axis if s == 1 else f"({axis}) * {s}")
+    return " + ".join(terms + [str(offset)] * bool(offset)) or "0"
 
 
 def _c_literal(v, single: bool = False) -> str:
@@ -225,6 +240,15 @@ def _single(e) -> bool:
     kinds = {np.dtype(x.aval.dtype if type(x) is Var else getattr(x.value, "dtype", np.float64))
              for x in e.inputs if type(x) is Var or isinstance(x.value, (np.ndarray, np.generic))}
     return np.dtype(np.float32) in kinds and np.dtype(np.float64) not in kinds
+
+
+def _converted(source: str, x, dtype) -> str:
+    """A bool operand as a number of ``dtype`` written as a select: gcc 12 vectorises no loop
+    that converts a ``_Bool`` variable by assignment (measured: the ReLU pullback's loop)."""
+    if type(x) is Var and x.aval.dtype == np.bool_ and dtype != np.bool_:
+        one, zero = ("1.0f", "0.0f") if dtype == np.float32 else ("1.0", "0.0")
+        return f"({source} ? {one} : {zero})"
+    return source
 
 
 def _c_comment(e) -> str:
@@ -248,7 +272,7 @@ class Kernel:
     more than fusing saves: such a call runs the numpy lines."""
 
     def __init__(self, name: str, group: Group, source: str, inputs: list, outputs: list, ns, operands: list,
-                 scratch: int | None):
+                 scratch: int | None, views: list):
         self.name, self.group, self.source = name, group, source
         n = math.prod(group.shape)
         self.n = n if n > 1 else None     # the loop's length, passed first (no loop for one element)
@@ -261,6 +285,7 @@ class Kernel:
             self.slots.append(self.scalars.get(dt, 0) if shape == () else None)
             self.scalars[dt] = self.scalars.get(dt, 0) + (shape == ())
         self.fn, self._ns, self._operands, self._twin = None, ns, operands, None
+        self.views = views          # the view equations its numpy lines compute from its operands
         self.runs, self.times = None, {"C": [], "numpy": []}
         # output position -> the position of an operand whose buffer it may take (the driver's
         # choice: a fresh array no one reads after); used once measured, read at [i] before written
@@ -353,7 +378,7 @@ class Kernel:
         if self._twin is None:
             params = [f"v{x.n}" if type(x) is Var else f"_k{j}" for j, x in enumerate(self._operands)]
             lines = [f"def {self.name}_numpy({', '.join(params)}):",
-                     *(f"    v{e.outputs[0].n} = {eqn_source(e, self._ns)}" for e in self.group.eqns),
+                     *(f"    v{e.outputs[0].n} = {eqn_source(e, self._ns)}" for e in self.views + self.group.eqns),
                      f"    return ({''.join(f'v{y.n}, ' for y, _, _ in self.outputs)})"]
             exec(builtins.compile("\n".join(lines) + "\n", f"<ad.compiler.fused {self.name}_numpy>", "exec"), self._ns.globals)
             self._twin = self._ns.globals[f"{self.name}_numpy"]
@@ -380,9 +405,10 @@ def _slots(parts: list, home: dict) -> tuple[dict, int]:
     return slots, count
 
 
-def kernel(name: str, group: Group, needed: set, ns) -> tuple[Kernel, list]:
+def kernel(name: str, group: Group, needed: set, ns, views: dict) -> tuple[Kernel, list]:
     """The C function of a group (and of its parts if it is split), and the driver's sources
-    of its operands."""
+    of its operands. ``views``: variable -> (base, indices in it, equations) of the operands
+    the loop may read where their base holds them (``fused.views``)."""
     n = math.prod(group.shape)
     parts = [group.eqns[k:k + PART] for k in range(0, len(group.eqns), PART)]
     split = len(parts) > 1
@@ -393,21 +419,36 @@ def kernel(name: str, group: Group, needed: set, ns) -> tuple[Kernel, list]:
     axis_sums = [e for e in group.eqns if reduced(e) is not None]
     outputs = [(y, np.dtype(y.aval.dtype), tuple(y.aval.shape)) for y in sorted(needed & group.made, key=lambda v: v.n)]
     params, names, operands, inputs, arrays = [], [], [], [], {}
+    chains: dict = {}        # the view equations of the operands read through views, in order
+    steps: dict = {}         # (view, equation) -> where the loop reads it in its base, or None
+
     def along(x, e) -> tuple:
-        """Where an operand of ``e`` is read: its key, its strides along the loop's axes."""
+        """Where an operand of ``e`` is read: the key of the array read (a view's base), its
+        strides along the loop's axes, the offset of its first element."""
         shape = tuple((x.aval if type(x) is Var else x.value).shape)
-        return (x if type(x) is Var else id(x.value),
-                restride(strides(shape, context(e)), context(e), group.shape))
+        where = through(x, e)
+        if where is not None:
+            return (views[x][0], *where)
+        return x if type(x) is Var else id(x.value), restride(strides(shape, context(e)), context(e), group.shape), 0
+
+    def through(x, e) -> tuple | None:
+        """Where a view operand of ``e`` is read in its base: strides, offset (``affine``)."""
+        if type(x) is not Var or x not in views or n > LARGEST_VIEWED:
+            return None
+        if (x, id(e)) not in steps:
+            at = np.broadcast_to(views[x][1], context(e)).reshape(group.shape)
+            steps[x, id(e)] = affine(at)
+        return steps[x, id(e)]
 
     found = list(dict.fromkeys(along(x, e) for e in group.eqns for x in e.inputs
                                if (x not in group.made if type(x) is Var else isinstance(x.value, np.ndarray))))
-    found += [(e.outputs[0], restride(reduced(e), context(e), group.shape)) for e in axis_sums]
-    dims, reads = collapse(group.shape, [st for _, st in found])
+    found += [(e.outputs[0], restride(reduced(e), context(e), group.shape), 0) for e in axis_sums]
+    dims, reads = collapse(group.shape, [st for _, st, _ in found])
     stride_of = dict(zip(found, reads))
 
     def target_of(e) -> tuple:
         """An axis sum's output's strides along the loop's (collapsed) axes."""
-        return stride_of[e.outputs[0], restride(reduced(e), context(e), group.shape)]
+        return stride_of[e.outputs[0], restride(reduced(e), context(e), group.shape), 0]
 
     # an axis sum's output is zeroed before the loop, a mean's divided by its count after it
     zero = [f"for (long k = 0; k < n / {n // e.outputs[0].aval.size}; k++) p{e.outputs[0].n}[k] = 0;"
@@ -418,8 +459,12 @@ def kernel(name: str, group: Group, needed: set, ns) -> tuple[Kernel, list]:
 
     def operand(x, e) -> tuple:
         """The kernel's parameter for an operand of ``e``: (local name, C type, pointer or None,
-        index); an operand read at two indices (through a reshape) has a local name for each."""
-        key, _ = where = along(x, e)
+        index, read once); an operand read at two indices (through a reshape, or two views of
+        one array) has a local name for each."""
+        key, _, offset = where = along(x, e)
+        if through(x, e) is not None:
+            chains.update(dict.fromkeys(views[x][2]))
+            x = views[x][0]
         if key not in arrays:
             aval = x.aval if type(x) is Var else x.value
             dt, shape = np.dtype(aval.dtype), tuple(aval.shape)
@@ -431,9 +476,9 @@ def kernel(name: str, group: Group, needed: set, ns) -> tuple[Kernel, list]:
             names.append(local if pointer is None else pointer)
             arrays[key] = (local, CTYPES[dt], pointer, {})
         local, ctype, pointer, locals_at = arrays[key]
-        index = at(stride_of[where], dims, split) if n > 1 else "0"
+        index = at(stride_of[where] if n > 1 else (), dims, split, offset)
         name = locals_at.setdefault(index, local if not locals_at else f"{local}_{len(locals_at)}")
-        return name, ctype, pointer, index
+        return name, ctype, pointer, index, n == 1 or not any(stride_of[where])
 
     def lines_of(p: int, part: list) -> list:
         pre, body, here = [], [], set()
@@ -447,10 +492,10 @@ def kernel(name: str, group: Group, needed: set, ns) -> tuple[Kernel, list]:
                     here.add(f"v{x.n}")
                     body.append(f"{CTYPES[x.aval.dtype]} v{x.n} = s[{slots[x] * width}{' + j' * (n > 1)}];")
                 return f"v{x.n}"
-            local, ctype, pointer, index = operand(x, e)
+            local, ctype, pointer, index, once = operand(x, e)
             if pointer is not None and local not in here:
                 here.add(local)
-                (pre if index == "0" else body).append(f"{ctype} {local} = {pointer}[{index}];")
+                (pre if once else body).append(f"{ctype} {local} = {pointer}[{index}];")
             return local
 
         for e in part:
@@ -466,6 +511,8 @@ def kernel(name: str, group: Group, needed: set, ns) -> tuple[Kernel, list]:
             else:
                 single = _single(e)
                 sources = [read(x, e, single) for x in e.inputs]
+                for k in (1, 2) if e.prim is where_p else (0,) if e.prim is astype_p else ():
+                    sources[k] = _converted(sources[k], e.inputs[k], y.aval.dtype)
                 spelling = "{0}" if e.prim is reshape_p else SPELLINGS[e.prim]     # a reshape keeps the flat order
                 body.append(f"{CTYPES[y.aval.dtype]} v{y.n} = {spelling.format(*sources)};{_c_comment(e)}")
         mine = [y for y, _, _ in outputs if home[y] == p]
@@ -522,4 +569,4 @@ def kernel(name: str, group: Group, needed: set, ns) -> tuple[Kernel, list]:
                   *([f"    double acc[{len(sums)}] = {{0}};"] if sums else []), *(f"    {c}" for c in zero + calls + divide),
                   *(f"    p{y.n}[0] = acc[{sums.index(y)}];" for y, _, _ in outputs if y in sums), "}"]
     scratch = n_slots * width if split else None
-    return Kernel(name, group, "\n".join(lines) + "\n", inputs, outputs, ns, operands, scratch), operands
+    return Kernel(name, group, "\n".join(lines) + "\n", inputs, outputs, ns, operands, scratch, list(chains)), operands
