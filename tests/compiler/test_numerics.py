@@ -20,6 +20,7 @@ from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
 import ad
 from ad.compiler.codegen import compile_tape
 from ad.compiler.fused import SPELLINGS
+from ad.compiler.kernels import FLOAT32_SPELLINGS
 from ad.primitives import REGISTRY
 from tests.support.numeric import assert_as_promised, ulps
 from tests.support import ROOT
@@ -85,6 +86,30 @@ def loops(tmp_path_factory):
 def test_each_fused_spelling_keeps_the_promise(loops, name):
     prims, got, want = loops
     k = [p.name for p in prims].index(name)
+    assert_as_promised(got[k], want[k], prims[k], name)
+
+
+@pytest.fixture(scope="module")
+def single_loops(tmp_path_factory):
+    """The functions a float32 loop computes in single precision (``sinf``...), on float32
+    operands, in one loop."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TAPEVIZ_FUSED_CACHE", str(tmp_path_factory.mktemp("fused32")))
+        prims = list(FLOAT32_SPELLINGS)
+        with np.errstate(over="ignore"):
+            x = _operands(5000, 6).astype(np.float32)
+        tape = ad.trace(lambda x: tuple(p.bind(x) for p in prims), x)
+        compiled = ad.compile(tape, backend="fused")
+        assert "tanhf(" in compiled.kernel_source
+        with np.errstate(all="ignore"):
+            yield prims, compiled(x), ad.compile(tape)(x)
+
+
+@pytest.mark.parametrize("name", [p.name for p in FLOAT32_SPELLINGS])
+def test_each_single_precision_spelling_keeps_the_promise(single_loops, name):
+    prims, got, want = single_loops
+    k = [p.name for p in prims].index(name)
+    assert got[k].dtype == want[k].dtype == np.float32
     assert_as_promised(got[k], want[k], prims[k], name)
 
 

@@ -20,11 +20,13 @@ def fd_grad(f, x, eps=1e-6):
 
 
 def ulps(got, want) -> np.ndarray:
-    """|got - want| in units in the last place of ``want`` (0 where both are nan or equal)."""
+    """|got - want| in units in the last place of ``want`` in its own precision (a float32's
+    ulp for float32 results; 0 where both are nan or equal)."""
+    spacing = np.spacing(np.abs(np.asarray(want))).astype(np.float64)
     got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
     with np.errstate(invalid="ignore"):
         same = (got == want) | np.isnan(got) & np.isnan(want)
-        return np.where(same, 0.0, np.abs(got - want) / np.spacing(np.abs(want)))
+        return np.where(same, 0.0, np.abs(got - want) / spacing)
 
 
 def assert_as_promised(got, want, prim, where: str = "") -> None:
