@@ -29,7 +29,7 @@ from ..lib.shape import concatenate_p
 from ..passes.dead_code import dce
 from ..passes.rebuild import rebuild
 from ..gradtape import GradTape
-from ..tape import Eqn, Tape, Var, interned_aval
+from ..tape import Eqn, Lit, Tape, Var, interned_aval
 
 SMALL = 16      # the most columns (or rows) unrolled: 9 of a 3x3 im2col, 10 classes of a dense layer
 FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -62,7 +62,7 @@ def _form(e: Eqn, made: dict) -> str | None:
     loop reads its rows along the output's, and gcc vectorises no loop that reads ten arrays at
     a stride of ten), "rows" (at most ``SMALL`` output rows of a float64 product with more than
     one column whose second operand a loop makes: the sums join that loop) or None."""
-    if e.prim is not matmul_p or not all(type(x) is Var for x in e.inputs):
+    if e.prim is not matmul_p or not any(type(x) is Var for x in e.inputs):
         return None
     a, b = (x.aval for x in e.inputs)
     if a.ndim != 2 or b.ndim != 2 or a.dtype != b.dtype or a.dtype not in FLOATS or 0 in (*a.shape, b.shape[1]):
@@ -93,7 +93,8 @@ class _Writer:
         (m, n), c = a.aval.shape, b.aval.shape[1]
         total = None
         for j in range(n):
-            row = self.emit(getitem_p, (b,), (1, c), index=(("slice", j, j + 1, None), ALL))
+            row = Lit.of(b.value[j:j + 1, :]) if type(b) is Lit else \
+                self.emit(getitem_p, (b,), (1, c), index=(("slice", j, j + 1, None), ALL))
             last = j == n - 1
             term = self.emit(multiply_p, (self.column(a, j), row), (m, c), self.e.outputs[0] if last and not j else None)
             total = term if total is None else self.emit(add_p, (total, term), (m, c),
@@ -110,6 +111,8 @@ class _Writer:
         for i in range(r):
             if transposed:
                 column = self.column(source.inputs[0], i)
+            elif type(p) is Lit:
+                column = Lit.of(np.ascontiguousarray(p.value[i:i + 1, :].T))
             else:
                 row = self.emit(getitem_p, (p,), (1, m), index=(("slice", i, i + 1, None), ALL))
                 column = self.emit(reshape_p, (row,), (m, 1), shape=(m, 1))
@@ -122,6 +125,8 @@ class _Writer:
         """Column ``j`` of the matrix ``a`` as an (M, 1) array: of the stacked part it comes
         from when ``a`` is a concatenation along its last axis (reshaped to a matrix)."""
         m, n = a.aval.shape
+        if type(a) is Lit:
+            return Lit.of(np.ascontiguousarray(a.value[:, j:j + 1]))
         source = self.made.get(a)
         if source is not None and source.prim is reshape_p:
             source = self.made.get(source.inputs[0]) if type(source.inputs[0]) is Var else None

@@ -1,6 +1,7 @@
 """The fused backend (``ad.compile(tape, backend="fused")``, ad/compiler/fused.py) against the numpy backend:
 every gradient case of the spec table (tests/support/cases.py) and hypothesis-generated programs (mixing
-the shapes a loop broadcasts, sums that end a loop, a matmul between loops) give
+the shapes a loop broadcasts, sums that end a loop, a matmul between loops, views read where
+their base holds them, a stack's small matmul unrolled into a loop) give
 the same results to rounding; the loops follow numpy at NaN, inf and zero, built for every vector
 width the machine runs; long loops split into functions give the unsplit loop's results; each loop
 runs in C or as numpy lines, whichever measured faster; what cannot be fused stays a numpy line;
@@ -100,6 +101,9 @@ STEPS = {   # name -> (arity, fn): smooth, safe domains built in
     "sum_back": (1, lambda x: x - np.sum(x) / 16.0), "matmul": (1, lambda x: x @ W if np.shape(x)[-1:] == (4,) else x),
     "row": (1, lambda x: x[0] if np.ndim(x) else x), "corner": (1, lambda x: x[(slice(1),) * np.ndim(x)]),
     "column": (1, lambda x: x[:, 1:2] if np.ndim(x) == 2 else x),
+    "reversed": (1, lambda x: x[::-1] if np.ndim(x) else x), "transposed": (1, np.transpose),
+    "stacked_matmul": (1, lambda x: np.reshape(np.reshape(np.stack([x, x[::-1]], axis=-1), (-1, 2)) @ W[:2, :1], np.shape(x))
+                       if np.ndim(x) else x),
     "softmax": (1, lambda x: np.exp(x - np.max(x, axis=-1, keepdims=True)) / np.sum(np.exp(x), axis=-1, keepdims=True)),
 }
 NAMES = sorted(STEPS)
