@@ -88,19 +88,18 @@ class _Writer:
                              self.e.scope))
         return y
 
-    def short(self, a: Var, b: Var):
+    def short(self, a: Var | Lit, b: Var | Lit):
         """``a @ b`` = the sum over j of column j of ``a`` times row j of ``b``."""
         (m, n), c = a.aval.shape, b.aval.shape[1]
         total = None
         for j in range(n):
             row = Lit.of(b.value[j:j + 1, :]) if type(b) is Lit else \
                 self.emit(getitem_p, (b,), (1, c), index=(("slice", j, j + 1, None), ALL))
-            last = j == n - 1
-            term = self.emit(multiply_p, (self.column(a, j), row), (m, c), self.e.outputs[0] if last and not j else None)
-            total = term if total is None else self.emit(add_p, (total, term), (m, c),
-                                                         self.e.outputs[0] if last else None)
+            into = self.e.outputs[0] if j == n - 1 else None      # the last equation makes the product
+            term = self.emit(multiply_p, (self.column(a, j), row), (m, c), into if total is None else None)
+            total = term if total is None else self.emit(add_p, (total, term), (m, c), into)
 
-    def rows(self, p: Var, d: Var):
+    def rows(self, p: Var | Lit, d: Var):
         """``p @ d`` = rows i of the sums along the first axis of row i of ``p`` (a column)
         times ``d``, stacked."""
         (r, m), c = p.aval.shape, d.aval.shape[1]
@@ -121,7 +120,7 @@ class _Writer:
         if r > 1:
             self.emit(concatenate_p, tuple(rows), (r, c), self.e.outputs[0], axis=0)
 
-    def column(self, a: Var, j: int) -> Var:
+    def column(self, a: Var | Lit, j: int) -> Var | Lit:
         """Column ``j`` of the matrix ``a`` as an (M, 1) array: of the stacked part it comes
         from when ``a`` is a concatenation along its last axis (reshaped to a matrix)."""
         m, n = a.aval.shape

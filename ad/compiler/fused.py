@@ -26,18 +26,18 @@ import numpy as np
 
 from ..gradtape import GradTape
 from .clib import build
+from .views import VIEWS, views
 from .contractions import unroll_small_matmuls
 from .codegen import FREE_BYTES, Compiled
 from .emit import Namespace, eqn_source, guard_source, operand_source
-from .kernels import CTYPES, LARGEST_VIEWED, PRELUDE, REDUCTIONS, SPELLINGS, SUMS, Group, Kernel, kernel, reduced, refine, strides
-from ..core_prims import astype_p, broadcast_to_p, getitem_p, reshape_p, transpose_p
+from .kernels import CTYPES, PRELUDE, REDUCTIONS, SPELLINGS, SUMS, Group, Kernel, kernel, reduced, refine, strides
+from ..core_prims import astype_p, broadcast_to_p, reshape_p
 from ..origins import OriginKind
 from ..primitives import BY_FUNCTION
 from ..passes.negations import signs
 from ..tape import Tape, Var, gc_paused
 
 MATMUL = BY_FUNCTION[np.matmul]     # its result is a new array, which a loop may write over
-VIEWS = (reshape_p, transpose_p, broadcast_to_p, getitem_p)   # with one operand: numpy's views
 
 # -- grouping ---------------------------------------------------------------------------------
 
@@ -119,31 +119,6 @@ def fuse(tape: Tape) -> list:
     return plan
 
 
-def views(plan: list, read: set) -> dict:
-    """The values in ``read`` that are views of another array (numpy lines of the driver:
-    slices, transposes, reshapes, broadcasts, and views of those): variable -> (base, the flat
-    index in the base of each of its elements, the view equations from the base on). A loop
-    reads such a value where its base holds it, if the indices step at constant strides along
-    the loop's axes (``kernels.affine``): an im2col's shifted slices are read from the image,
-    without the copies numpy makes to pass them on."""
-    made = {e.outputs[0]: e for e in plan if not isinstance(e, Group) and e.prim in VIEWS
-            and len(e.inputs) == 1 and type(e.inputs[0]) is Var}
-    found: dict = {}
-
-    def chain(x) -> tuple:
-        e = made.get(x)
-        return () if e is None else chain(e.inputs[0]) + (e,)
-
-    for x in read:
-        eqns = chain(x)
-        if eqns and 0 < eqns[0].inputs[0].aval.size <= LARGEST_VIEWED:
-            at = np.arange(eqns[0].inputs[0].aval.size).reshape(eqns[0].inputs[0].aval.shape)
-            for e in eqns:
-                at = e.prim.impl(at, **e.kwargs)
-            found[x] = (eqns[0].inputs[0], at, eqns)
-    return found
-
-
 # -- the compiled object ----------------------------------------------------------------------
 
 class Fused(Compiled):
@@ -219,8 +194,8 @@ def _generate(tape: Tape, name: str) -> tuple[list, str, dict]:
     tape = unroll_small_matmuls(signs(tape))
     ns = Namespace()
     plan = fuse(tape)
-    viewed = views(plan, {x for g in plan if isinstance(g, Group) for e in g.eqns for x in e.inputs
-                          if type(x) is Var and x not in g.made})
+    in_place = views(plan, {x for g in plan if isinstance(g, Group) for e in g.eqns for x in e.inputs
+                            if type(x) is Var and x not in g.made})      # what loops may read in its base
     maker = {y: g for g in plan if isinstance(g, Group) for y in g.made}    # a loop's values
     read_outside: set = {x for x in tape.outputs if type(x) is Var}          # needed outside it
     for item in plan:
@@ -233,7 +208,7 @@ def _generate(tape: Tape, name: str) -> tuple[list, str, dict]:
     donatable = _donatable(tape, plan)
     for item in plan:
         if isinstance(item, Group):
-            k, operands = kernel(f"{name}_loop{len(kernels)}", item, read_outside, ns, viewed)
+            k, operands = kernel(f"{name}_loop{len(kernels)}", item, read_outside, ns, in_place)
             _donate(k, operands, donatable)
             kernels.append(k)
             fn = ns.bind(k, k.name, numbered=False)

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .emit import eqn_source
+from .views import LARGEST_VIEWED, affine
 from ..core_prims import add_p, astype_p, broadcast_to_p, positive_p, reshape_p, sum_to_p
 from ..lib.elementwise import where_p
 from ..nn.special import erf_p, relu_p, sigmoid_p
@@ -42,8 +43,6 @@ MEASURED_CALLS = 3     # calls that time both the C loop and its numpy lines
 # A numpy line costs at least this (numpy 2.4: one ufunc call on a 1-element array ~0.27 us, on
 # Python floats ~28 ns): a loop faster than its lines could be called runs in C, untimed.
 NUMPY_LINE, NUMPY_SCALAR_LINE = 0.2e-6, 0.02e-6
-LARGEST_VIEWED = 1 << 22   # the most elements of a view's base, or of a loop reading it, whose indices
-                           # are worked out (an int64 each, when compiling)
 CLOCK = time.thread_time   # what the measurement reads: CPU time, robust to other processes' load
 
 # What every library of kernels starts with: sin and cos declared const, as they are when gcc
@@ -123,18 +122,6 @@ def strides(shape: tuple, loop: tuple) -> tuple | None:
         out.append(step if a == n > 1 else 0)
         step *= a
     return tuple(reversed(out))
-
-
-def affine(at: np.ndarray) -> tuple | None:
-    """(strides along its axes, offset) if the indices ``at`` step at constant strides from
-    ``at``'s first, else None: where a loop over ``at.shape`` reads a view whose elements are
-    at these indices of its base (``fused.views``)."""
-    offset = int(at.flat[0])
-    step = tuple(int(at[(0,) * k + (1,) + (0,) * (at.ndim - k - 1)]) - offset if extent > 1 else 0
-                 for k, extent in enumerate(at.shape))
-    grid = sum((np.arange(extent).reshape((-1,) + (1,) * (at.ndim - k - 1)) * s
-                for k, (extent, s) in enumerate(zip(at.shape, step)) if s), np.int64(offset))
-    return (step, offset) if np.array_equal(at, np.broadcast_to(grid, at.shape)) else None
 
 
 def refine(a: tuple, b: tuple) -> tuple | None:
@@ -425,7 +412,7 @@ def _slots(parts: list, home: dict) -> tuple[dict, int]:
 def kernel(name: str, group: Group, needed: set, ns, views: dict) -> tuple[Kernel, list]:
     """The C function of a group (and of its parts if it is split), and the driver's sources
     of its operands. ``views``: variable -> (base, indices in it, equations) of the operands
-    the loop may read where their base holds them (``fused.views``)."""
+    the loop may read where their base holds them (``views.views``)."""
     n = math.prod(group.shape)
     parts = [group.eqns[k:k + PART] for k in range(0, len(group.eqns), PART)]
     split = len(parts) > 1

@@ -1,13 +1,15 @@
 """Small matrix products unrolled into the fused loops (ad/compiler/contractions.py), and views
-read where their base holds them (``fused.views``, ``kernels.affine``): the fused backend gives
+read where their base holds them (ad/compiler/views.py): the fused backend gives
 the numpy backend's results to rounding, and the loops take in what the docs say they do.
 
 Cost: ~3 s (a few C compiler runs)."""
+import math
+
 import numpy as np
 import pytest
 
 import ad
-from ad.compiler import contractions, kernels
+from ad.compiler import contractions, views
 from ad.lib.contraction import matmul_p
 
 
@@ -53,7 +55,7 @@ def test_the_conv_layer_is_two_loops_that_read_the_image():
     compiled = ad.compile(tape, backend="fused")
     assert "@" not in compiled.source and "np.stack" not in compiled.source and "concatenate((v" in compiled.source
     assert compiled.source.count("_loop") >= 2
-    big = [k for k in compiled.kernels if kernels.math.prod(k.group.shape) == 5 * 36 * 4]
+    big = [k for k in compiled.kernels if math.prod(k.group.shape) == 5 * 36 * 4]
     assert len(big) == 2 and all(k._operands[0] is tape.inputs[2] or tape.inputs[2] in k._operands for k in big)
     _agree(tape, args)
     jax = pytest.importorskip("jax")
@@ -156,10 +158,10 @@ def test_views_give_the_numpy_backends_results(name):
 
 def test_affine_finds_the_strides_or_refuses():
     at = np.arange(40).reshape(5, 8)[1:, ::-2]
-    assert kernels.affine(at) == ((8, -2), 15)
-    assert kernels.affine(np.broadcast_to(np.arange(3), (4, 3))) == ((0, 1), 0)
-    assert kernels.affine(np.reshape(np.arange(40).reshape(5, 8)[:, 1:5], (20,))) is None
-    assert kernels.affine(np.array(7)) == ((), 7)
+    assert views.affine(at) == ((8, -2), 15)
+    assert views.affine(np.broadcast_to(np.arange(3), (4, 3))) == ((0, 1), 0)
+    assert views.affine(np.reshape(np.arange(40).reshape(5, 8)[:, 1:5], (20,))) is None
+    assert views.affine(np.array(7)) == ((), 7)
 
 
 def test_a_view_of_a_loops_output_is_read_not_copied_and_never_written_over():
