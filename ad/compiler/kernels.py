@@ -35,7 +35,7 @@ from ..lib.elementwise import where_p
 from ..nn.special import erf_p, relu_p, sigmoid_p
 from ..primitives import BY_FUNCTION
 from ..origins import OriginKind
-from ..tape import Var
+from ..tape import Lit, Var
 
 PART = 100         # equations per C function of a split loop (docs/fused.md: measured)
 BLOCK = 64         # elements a split loop runs through all its parts at a time
@@ -432,7 +432,8 @@ def kernel(name: str, group: Group, needed: set, ns, views: dict) -> tuple[Kerne
         shape = tuple((x.aval if type(x) is Var else x.value).shape)
         where = through(x, e)
         if where is not None:
-            return (views[x][0], *where)
+            base = views[x][0]
+            return (base if type(base) is Var else id(base.value), *where)
         return x if type(x) is Var else id(x.value), restride(strides(shape, context(e)), context(e), group.shape), 0
 
     def through(x, e) -> tuple | None:
@@ -474,6 +475,8 @@ def kernel(name: str, group: Group, needed: set, ns, views: dict) -> tuple[Kerne
             dt, shape = np.dtype(aval.dtype), tuple(aval.shape)
             local = f"v{x.n}" if type(x) is Var else f"k{len(arrays)}"
             inputs.append((dt, math.prod(shape), shape == ()))
+            if type(x) is not Var and not x.value.flags.c_contiguous:     # a constant view (x.T): copied once
+                x = Lit.of(np.ascontiguousarray(x.value))
             operands.append(x)
             pointer = None if shape == () else "p" + local[1:] if type(x) is Var else f"{local}p"
             params.append(f"{CTYPES[dt]} {local}" if pointer is None else f"const {CTYPES[dt]} *{pointer}")

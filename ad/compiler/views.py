@@ -19,14 +19,14 @@ LARGEST_VIEWED = 1 << 22   # the most elements of a view's base, or of a loop re
 
 
 def views(plan: list, read: set) -> dict:
-    """The values in ``read`` that are views of another array (numpy lines of the driver:
-    slices, transposes, reshapes, broadcasts, and views of those): variable -> (base, the flat
-    index in the base of each of its elements, the view equations from the base on). A loop
-    reads such a value where its base holds it, if the indices step at constant strides along
-    the loop's axes (``affine``): an im2col's shifted slices are read from the image,
-    without the copies numpy makes to pass them on."""
+    """The values in ``read`` that are views of another array, a variable or a constant (numpy
+    lines of the driver: slices, transposes, reshapes, broadcasts, and views of those):
+    variable -> (base, the flat index in the base of each of its elements, the view equations
+    from the base on). A loop reads such a value where its base holds it, if the indices step at
+    constant strides along the loop's axes (``affine``): an im2col's shifted slices are read
+    from the image, without the copies numpy makes to pass them on."""
     made = {e.outputs[0]: e for e in plan if isinstance(e, Eqn) and e.prim in VIEWS
-            and len(e.inputs) == 1 and type(e.inputs[0]) is Var}
+            and len(e.inputs) == 1 and (type(e.inputs[0]) is Var or isinstance(e.inputs[0].value, np.ndarray))}
     found: dict = {}
     for x in read:
         eqns, e = [], made.get(x)

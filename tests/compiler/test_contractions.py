@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import ad
-from ad.compiler import contractions, views
+from ad.compiler import contractions, kernels, views
 from ad.lib.contraction import matmul_p
 
 
@@ -141,10 +141,14 @@ VIEWS = {   # name -> a view of x (5, 6) a loop reads
 }
 
 
+@pytest.mark.parametrize("split", [False, True], ids=["one function", "split"])
 @pytest.mark.parametrize("name", VIEWS)
-def test_views_give_the_numpy_backends_results(name):
+def test_views_give_the_numpy_backends_results(name, split, monkeypatch):
     """Each view read by a loop (``tanh(view) * view + 1``, and its gradient): read where its
-    base holds it where its elements step evenly along the loop's axes, else passed as made."""
+    base holds it where its elements step evenly along the loop's axes, else passed as made;
+    also in a loop split into functions, which reads over flat blocks."""
+    if split:
+        monkeypatch.setattr(kernels, "PART", 2)
     x = np.random.default_rng(5).standard_normal((5, 6))
     view = VIEWS[name]
 
@@ -181,3 +185,35 @@ def test_a_view_of_a_loops_output_is_read_not_copied_and_never_written_over():
         np.testing.assert_allclose(compiled(x), f(x), rtol=1e-14)
     assert any(k.views for k in compiled.kernels)
     assert all(k._operands[j] not in {e.inputs[0] for e in k.views} for k in compiled.kernels for j in k.donors.values())
+
+
+def test_a_constant_in_another_memory_order_is_copied_once():
+    """A transposed, reversed weight the program does not differentiate is a constant view
+    (tracing computes it): the loop takes a C-ordered copy made when compiling, so it runs in
+    C on every call, not as numpy lines."""
+    C = np.random.default_rng(7).standard_normal((4, 6))
+    x = np.random.default_rng(8).standard_normal((6, 4))
+    tape = ad.trace(lambda x: np.tanh(x) * np.transpose(C)[::-1], x)
+    compiled = ad.compile(tape, backend="fused")
+    assert "np.transpose" not in compiled.source and len(compiled.kernels) == 1
+    compiled.kernels[0].runs = "C"
+    np.testing.assert_allclose(compiled(x), np.tanh(x) * C.T[::-1], rtol=1e-14)
+    assert compiled.kernels[0]._twin is None
+
+
+def test_a_view_of_a_constant_is_read_in_place():
+    """``X.T @ dy`` for a constant X (data the program does not differentiate): the pullback
+    transposes the constant, and the loop that sums the weight gradient's rows reads the
+    constant at the transpose's strides (in C on every call, not as numpy lines)."""
+    rng = np.random.default_rng(9)
+    X, W = rng.standard_normal((32, 5)), rng.standard_normal((5, 6))
+    tape = ad.optimize(ad.grad_tape(lambda W: np.sum(np.tanh(X @ W) ** 2), W))
+    compiled = ad.compile(tape, backend="fused")
+    assert "np.transpose" not in compiled.source
+    assert any(type(e.inputs[0]) is not ad.tape.Var for k in compiled.kernels for e in k.views)
+    for k in compiled.kernels:
+        k.runs = "C"
+    _agree(tape, (W,))
+    for got, want in zip(_flat(compiled(W)), _flat(ad.compile(tape)(W))):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert all(k._twin is None for k in compiled.kernels)
