@@ -64,8 +64,8 @@ def vector_flags(machine: str | None = None, libc: tuple | None = None, cpu: set
         return ()
     isa = (("-mavx512f", "-mprefer-vector-width=512") if "avx512f" in cpu
            else ("-mavx2",) if "avx2" in cpu else ())
-    # sin and cos (and sinf, cosf) not as builtins (kernels.PRELUDE declares them const): gcc would merge sin(x)
-    # and cos(x) into one sincos call, which has no vector variant, and the loop would not vectorise
+    # sin and cos (sinf, cosf) not as builtins (kernels.PRELUDE declares them const): gcc would merge
+    # sin(x) and cos(x) into one sincos call, which has no vector variant: the loop would not vectorise
     return ("-fopenmp-simd", "-D__FAST_MATH__", "-fno-builtin-sin", "-fno-builtin-cos", "-fno-builtin-sinf",
             "-fno-builtin-cosf", *isa, "-lmvec")
 

@@ -386,9 +386,9 @@ def _select_rule(op, chose_a):
             def da():
                 half = np.asarray(0.5, np.result_type(dy))                   # keeps dy's dtype
                 chose = chose_a(a, b, y)             # a Python bool when a and b are Python numbers
-                if not hasattr(chose, "astype"):
+                if isinstance(chose, bool):
                     chose = half.dtype.type(chose)
-                # where promotes a mask of choices to half's dtype in its one pass (no astype's)
+                # a mask of choices: where promotes it to half's dtype in its one pass (no astype)
                 return dy * np.where(a == b, half, chose)
             return thunk(da), thunk(lambda: dy - da())     # CSE merges the two da()
         return y, pullback

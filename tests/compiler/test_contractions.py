@@ -11,6 +11,7 @@ import pytest
 import ad
 from ad.compiler import contractions, kernels, views
 from ad.lib.contraction import matmul_p
+from tests.support.numeric import assert_fused_agrees
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -20,16 +21,8 @@ def kernel_cache(tmp_path_factory):
         yield
 
 
-def _flat(outputs) -> list:
-    return [a for x in outputs for a in _flat(x)] if isinstance(outputs, (tuple, list)) else [outputs]
-
-
 def _agree(tape, args, rtol=1e-12):
-    """The fused backend against the numpy backend, on every output."""
-    got, want = _flat(ad.compile(tape, backend="fused")(*args)), _flat(ad.compile(tape)(*args))
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        np.testing.assert_allclose(g, w, rtol=rtol, atol=rtol)
+    assert_fused_agrees(tape, ad.compile(tape, backend="fused"), args, rtol)
 
 
 def conv(Wc, bc, X):
@@ -62,7 +55,7 @@ def test_the_conv_layer_is_two_loops_that_read_the_image():
     jax.config.update("jax_enable_x64", True)
     import jax.numpy as jnp      # the oracle runs the same function on jax.numpy
     want = jax.grad(lambda *a: _on(jnp, conv, *a), argnums=(0, 1))(*args)
-    for g, w in zip(_flat(compiled(*args))[1:], want):
+    for g, w in zip(compiled.fn(*args)[1:], want):
         np.testing.assert_allclose(g, np.asarray(w), rtol=1e-12)
 
 
@@ -157,7 +150,7 @@ def test_views_give_the_numpy_backends_results(name, split, monkeypatch):
         return np.sum(np.tanh(v) * v + 1.0) + np.sum(x * x)
     tape = ad.optimize(ad.grad_tape(f, x))
     _agree(tape, (x,))
-    np.testing.assert_allclose(_flat(ad.compile(tape, backend="fused")(x))[0], f(x), rtol=1e-13)
+    np.testing.assert_allclose(ad.compile(tape, backend="fused").fn(x)[0], f(x), rtol=1e-13)
 
 
 def test_affine_finds_the_strides_or_refuses():
@@ -213,7 +206,5 @@ def test_a_view_of_a_constant_is_read_in_place():
     assert any(type(e.inputs[0]) is not ad.tape.Var for k in compiled.kernels for e in k.views)
     for k in compiled.kernels:
         k.runs = "C"
-    _agree(tape, (W,))
-    for got, want in zip(_flat(compiled(W)), _flat(ad.compile(tape)(W))):
-        np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert_fused_agrees(tape, compiled, (W,), 1e-12)
     assert all(k._twin is None for k in compiled.kernels)

@@ -23,6 +23,7 @@ import ad
 from ad.compiler import clib, fused, kernels
 from ad.samples import F32, F64
 from tests.support.cases import floats, weighted, weights
+from tests.support.numeric import assert_fused_agrees
 from tests.support.rule_checks import GRADIENT_CASES
 
 
@@ -66,20 +67,9 @@ def compiled_table():
     return dict(zip((i for i, _, _ in TABLE), fused.compile_all([t for _, t, _ in TABLE], optimise=False)))
 
 
-def _agree(tape, fused_tape, xs, rtol):
-    """Output by output: the numpy backend's value to rounding, the dtype the tape declares
-    (the numpy backend's own results sometimes widen: scipy.special on float32 scalars)."""
-    flat = tape.flatten_args(tuple(xs))
-    single = any(y.aval.dtype == np.float32 for e in tape.eqns for y in e.outputs)
-    for y, g, r in zip(tape.outputs, fused_tape.fn(*flat), ad.compile(tape).fn(*flat)):
-        assert np.shape(g) == np.shape(r) and np.result_type(g) in (np.result_type(r), y.aval.dtype)
-        tol = max(rtol, 1e-5) if single else rtol      # float32 sums round, at float32's precision
-        np.testing.assert_allclose(g, r, rtol=tol, atol=tol)
-
-
 @pytest.mark.parametrize("key,tape,xs", TABLE, ids=[i for i, _, _ in TABLE])
 def test_spec_table_agrees_with_the_numpy_backend(key, tape, xs, compiled_table):
-    _agree(tape, compiled_table[key], xs, 1e-12)
+    assert_fused_agrees(tape, compiled_table[key], xs, 1e-12)
 
 
 def test_the_spec_table_is_fused_not_just_run():
@@ -129,7 +119,7 @@ def test_generated_programs_agree_with_the_numpy_backend(steps, seed):
     rng = np.random.default_rng(seed)
     x0, x1 = rng.standard_normal((4, 4)), rng.standard_normal(4)
     tape = ad.optimize(ad.grad_tape(_program(steps), x0, x1, argnums=(0, 1)))
-    _agree(tape, ad.compile(tape, backend="fused"), (x0, x1), 1e-12)
+    assert_fused_agrees(tape, ad.compile(tape, backend="fused"), (x0, x1), 1e-12)
 
 
 def test_empty_arrays_are_not_fused():
@@ -141,7 +131,7 @@ def test_empty_arrays_are_not_fused():
     tape = ad.optimize(ad.grad_tape(f, x0, x1, argnums=(0, 1)))
     fused = ad.compile(tape, backend="fused")
     assert fused.kernels and all(math.prod(k.group.shape) > 0 for k in fused.kernels)
-    _agree(tape, fused, (x0, x1), 1e-12)
+    assert_fused_agrees(tape, fused, (x0, x1), 1e-12)
     np.testing.assert_allclose(fused(x0, x1)[0], f(x0, x1), rtol=1e-12)
 
 
@@ -465,7 +455,7 @@ def test_long_loops_split_into_functions_give_the_same_results(shape, monkeypatc
     flat = tape.flatten_args((x, w))
     for got, want in zip(split.fn(*flat), whole.fn(*flat)):     # lanes differ: libmvec's or libm's rounding
         np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13 * np.abs(want).max())
-    _agree(tape, split, (x, w), 1e-13)
+    assert_fused_agrees(tape, split, (x, w), 1e-13)
 
 
 def test_a_split_loop_reuses_the_scratch_of_values_no_part_reads_any_more(monkeypatch):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+import ad
 from ad.primitives import ULPS
 
 
@@ -48,3 +49,15 @@ def assert_as_promised(got, want, prim, where: str = "") -> None:
     else:
         assert (equal | np.isfinite(w) & (ulps(g, w) <= ULPS)).all(), \
             (where, f"{prim.name}: {np.max(ulps(g, w))} ulp from numpy (promised <= {ULPS})", got, want)
+
+
+def assert_fused_agrees(tape, fused, xs, rtol) -> None:
+    """The fused backend's results (``fused``, the tape compiled by it) against the numpy
+    backend's, output by output: to rounding, in the dtype the tape declares (the numpy
+    backend's own results sometimes widen: scipy.special on float32 scalars)."""
+    flat = tape.flatten_args(tuple(xs))
+    single = any(y.aval.dtype == np.float32 for e in tape.eqns for y in e.outputs)
+    for y, g, r in zip(tape.outputs, fused.fn(*flat), ad.compile(tape).fn(*flat)):
+        assert np.shape(g) == np.shape(r) and np.result_type(g) in (np.result_type(r), y.aval.dtype)
+        tol = max(rtol, 1e-5) if single else rtol      # float32 sums round, at float32's precision
+        np.testing.assert_allclose(g, r, rtol=tol, atol=tol)
