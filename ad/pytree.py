@@ -24,9 +24,12 @@ def flatten(tree) -> tuple[list, Any]:
 
 
 def _flatten(x, leaves):
-    if type(x) is np.ndarray or type(x) is float:        # the usual leaves first: once per call
+    kind = type(x)
+    if kind is np.ndarray or kind is float:              # the usual leaves first: once per call
         leaves.append(x)
         return LEAF
+    if kind is tuple:                                    # (ad.grad's arguments)
+        return ("tuple", tuple([_flatten(c, leaves) for c in x]))
     if _is_namedtuple(x):
         return ("namedtuple", type(x), tuple(_flatten(c, leaves) for c in x))
     if isinstance(x, (tuple, list)):

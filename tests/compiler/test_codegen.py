@@ -114,6 +114,40 @@ def _compact_agrees(f, xs, source):
     _assert_same(compact, compile_tape(gt), xs, source)
 
 
+def test_only_long_code_calls_ufuncs_by_local_names_and_never_shadows_a_name_it_uses():
+    """Short code (the one read in the docs) says ``np.sin``; long code makes locals of the ufuncs
+    and ``math`` functions it calls more than once, except names of its globals and builtins."""
+    short = compile_tape(ad.grad_tape(lambda x: np.sum(np.sin(np.sin(x))), np.ones(3)))
+    assert "np.sin(" in short.source and "sin = " not in short.source
+
+    def long_f(x):
+        for _ in range(60):
+            x = np.abs(np.sin(x)) * 0.9 + np.exp(-x) * 0.1
+        return np.sum(x)
+    x = np.linspace(-1, 1, 5)
+    compiled = compile_tape(optimize(ad.grad_tape(long_f, x)))
+    head = compiled.source.splitlines()[1]
+    assert head.startswith("    absolute, cos, exp, sign, sin = np.absolute, np.cos, np.exp, np.sign, np.sin  #")
+    assert "np.sin(" not in compiled.source and " sin(" in compiled.source
+    assert np.allclose(compiled(x)[1], ad.grad(long_f, form="lifted")(x))
+
+    def smooth(x):
+        for _ in range(60):
+            x = np.sin(x) * 0.9 + np.exp(-x) * 0.1
+        return x
+    scalar = compile_tape(optimize(ad.grad_tape(lambda a, b: smooth(a) + smooth(b),
+                                                0.3, 0.4, argnums=(0, 1))))
+    assert scalar.scalar and "cos, exp, sin = math.cos, math.exp, math.sin  #" in scalar.source.splitlines()[1]
+    np.testing.assert_allclose(scalar(0.3, 0.4)[1], ad.grad(lambda a, b: smooth(a) + smooth(b),
+                                                             argnums=(0, 1))(0.3, 0.4))
+
+    lines = ["def f(v0):", "    r0 = np.sin(np.cos(v0))  # %1: np.cos(", "    r1 = np.sin(np.cos(r0))",
+             "    r0, r1 = np.divmod(r1, r0)", "    r0 = np.divmod(r1, np.exp(r0))[0]"]
+    assert codegen._hoisted(lines, {"np": np, "sin": print}) == [
+        "    cos = np.cos  # called by a local name: faster than an attribute"]    # a global; a builtin; once
+    assert lines[1:3] == ["    r0 = np.sin(cos(v0))  # %1: np.cos(", "    r1 = np.sin(cos(r0))"]
+
+
 # -- what a long tape's code looks like ---------------------------------------------------------
 
 def chain(x):
@@ -130,7 +164,8 @@ def test_a_long_tape_reads_like_a_hand_written_gradient():
     assert len(compiled.tape.eqns) > codegen.LONG
     lines = compiled.source.splitlines()
     assert len(lines) < len(compiled.tape.eqns) / 2
-    assert any(line.strip().startswith("r1 = np.tanh(r0 * c_0_5)  # %") for line in lines)
+    assert lines[1].startswith("    tanh = np.tanh  # ")          # ufuncs called by a local name
+    assert any(line.strip().startswith("r1 = tanh(r0 * c_0_5)  # %") for line in lines)
     backward = [line for line in lines if "pullback of" in line]
     assert "np.broadcast_to(" in backward[0] and len(backward) == 1 + 150, backward[:3]  # the seed, a step a line
     assert all(" * c_0_5 * (1 - " in line for line in backward[1:]), backward[:3]
