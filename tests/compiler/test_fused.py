@@ -307,7 +307,7 @@ def test_axis_sums_add_into_their_output_in_the_loop(split, monkeypatch):
     tape = ad.trace(f, x, b)
     compiled = ad.compile(tape, backend="fused")
     assert "np.mean" not in compiled.source and "sum_to" not in compiled.source
-    assert "np.sum(" in compiled.source                 # the row sum
+    assert "np.add.reduce(" in compiled.source          # the row sum
     assert ("not vectorised" in compiled.kernel_source) == split     # lanes of a block share columns
     relu = next(e.outputs[0] for e in tape.eqns if e.prim.name == "maximum")
     assert relu not in {y for y, _, _ in compiled.kernels[0].outputs}
@@ -502,6 +502,40 @@ def test_a_loop_runs_as_the_faster_of_c_and_numpy_lines(faster, monkeypatch):
             f"numpy lines {'2' if faster == 'C' else '1'}e+03 ms (best of 3 calls)") in repr(c)
     want = k._run((x,))[0] if faster == "C" else k.numpy_twin()(x)[0]
     np.testing.assert_array_equal(c(x), want)
+
+
+@pytest.mark.parametrize("faster", ["C", "numpy"])
+def test_a_measured_loop_is_called_directly_and_anything_unusual_takes_the_generic_call(faster, monkeypatch):
+    """Once measured, the driver calls the chosen way itself: the numpy lines, or a caller
+    written for the loop (the generic call costs 3-4 us a loop). That caller passes C-ordered
+    arrays of the loop's dtype and size, writes into a donated buffer as the generic call does,
+    and gives anything else to the generic call: a strided view runs the numpy lines, a wrong
+    size is refused."""
+    monkeypatch.setattr(kernels, "CLOCK", _Clock(1.0, 2.0) if faster == "C" else _Clock(2.0, 1.0))
+    x, W, b = np.linspace(-1.0, 1.0, 60).reshape(3, 20), np.eye(20, 4) * 0.5, np.linspace(0, 1, 4)
+    f = lambda x, W, b: np.tanh(x @ W + b) * 2.0     # noqa: E731     (a contraction of 20: BLAS's)
+    c = ad.compile(ad.trace(f, x, W, b), backend="fused")
+    [k] = c.kernels
+    assert k.donors == {0: 0}
+    for _ in range(kernels.MEASURED_CALLS):
+        assert c.fn.__globals__[k.name] is k
+        c(x, W, b)
+    called = c.fn.__globals__[k.name]
+    assert k.runs == faster and called is not k
+    for _ in range(2):
+        np.testing.assert_allclose(c(x, W, b), f(x, W, b), rtol=1e-15)
+    if faster == "numpy":
+        assert called is k.numpy_twin()
+        return
+    h = x @ W
+    want = k._run((h.copy(), b))[0]
+    assert called(h, b)[0] is h and np.array_equal(h, want)             # written over, as donated
+    wide = np.zeros((3, 8))
+    wide[:, ::2] = x @ W
+    np.testing.assert_allclose(called(wide[:, ::2], b)[0], f(x, W, b), rtol=1e-15)   # numpy lines
+    with pytest.raises(ValueError, match="an operand of 8 elements"):
+        called(np.ones((2, 4)), b)
+    assert "@" in c.source
 
 
 def test_a_loop_faster_than_numpy_could_call_its_lines_is_not_timed_against_them(monkeypatch):

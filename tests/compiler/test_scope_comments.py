@@ -50,7 +50,7 @@ def test_the_mlps_code_names_each_scope_where_it_begins():
     source = _same_code_as_unscoped(gt)
     assert _notes(source) == [
         ("# in layer#1", "v6 = v4 @ v0"), ("# in layer#2", "v9 = v8 @ v2"),
-        ("# in log_softmax", "v11 = np.max(v10, axis=(1,), keepdims=True)"), ("# top level", "v17 = v5 * v16"),
+        ("# in log_softmax", "v11 = np.maximum.reduce(v10, axis=(1,), keepdims=True)"), ("# top level", "v17 = v5 * v16"),
         ("# in log_softmax", "v29 = -v28  # pullback of %16 (subtract)"),
         ("# in layer#2", "v45 = v35 + v44  # accumulate cotangent of %10"),
         ("# in layer#1", "v51 = v8 * v8  # pullback of %8 (tanh)")]
