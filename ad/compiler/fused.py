@@ -30,7 +30,9 @@ from .views import VIEWS, views
 from .contractions import unroll_small_matmuls
 from .codegen import FREE_BYTES, Compiled
 from .emit import Namespace, eqn_source, guard_source, operand_source
-from .kernels import CTYPES, PRELUDE, REDUCTIONS, SPELLINGS, SUMS, Group, Kernel, kernel, reduced, refine, strides
+from .calls import Kernel
+from .kernels import CTYPES, PRELUDE, REDUCTIONS, SPELLINGS, SUMS, Group, kernel, reduced, refine, strides
+from .products import Product, measured
 from ..core_prims import astype_p, broadcast_to_p, reshape_p
 from ..origins import OriginKind
 from ..primitives import BY_FUNCTION
@@ -130,7 +132,7 @@ class Fused(Compiled):
     @gc_paused
     def __init__(self, tape: Tape, name: str = "f", link: bool = True, optimise: bool = True):
         self.tape, self.name = tape, name
-        self.kernels, self.source, self._namespace = _generate(tape, name)
+        self.kernels, self.products, self.source, self._namespace = _generate(tape, name)
         self.kernel_source = PRELUDE + "\n" + "\n".join(k.source for k in self.kernels) \
             if self.kernels else ""
         self.n_fused = sum(len(k.group.eqns) for k in self.kernels)
@@ -147,7 +149,8 @@ class Fused(Compiled):
 
     def __repr__(self) -> str:
         choices = "".join(f"/* {k.choice()} */\n" for k in self.kernels)
-        return self.source + ("\n" + self.kernel_source + "\n" + choices if self.kernels else "")
+        products = "".join(f"# {p.choice()}\n" for p in self.products)
+        return self.source + products + ("\n" + self.kernel_source + "\n" + choices if self.kernels else "")
 
     def _repr_markdown_(self) -> str:
         return f"```python\n{self.source}```" + (f"\n\n```c\n{self.kernel_source}```" if self.kernels else "")
@@ -188,9 +191,10 @@ def _donate(k: Kernel, operands: list, donatable: set):
             free.remove(j)
 
 
-def _generate(tape: Tape, name: str) -> tuple[list, str, dict]:
-    """The kernels, the driver's source and its globals (negations moved first: ``signs``; small
-    matrix products unrolled into the loops: ``contractions``)."""
+def _generate(tape: Tape, name: str) -> tuple[list, list, str, dict]:
+    """The kernels, the measured products, the driver's source and its globals (negations moved
+    first: ``signs``; small matrix products unrolled into the loops: ``contractions``; a large
+    one whose result only leaves the program in the faster orientation: ``products``)."""
     tape = unroll_small_matmuls(signs(tape))
     ns = Namespace()
     plan = fuse(tape)
@@ -206,6 +210,8 @@ def _generate(tape: Tape, name: str) -> tuple[list, str, dict]:
     views_made = []                         # per statement: the view it makes, if it is one
     position = {id(e): i for i, e in enumerate(tape.eqns)}
     donatable = _donatable(tape, plan)
+    read = {x for e in tape.eqns for x in e.inputs if type(x) is Var}
+    products = []
     for item in plan:
         if isinstance(item, Group):
             k, operands = kernel(f"{name}_loop{len(kernels)}", item, read_outside, ns, in_place)
@@ -225,6 +231,9 @@ def _generate(tape: Tape, name: str) -> tuple[list, str, dict]:
             lhs = ", ".join(f"v{v.n}" for v in item.outputs)
             lhs += "," if len(item.outputs) == 1 and item.prim.multiple_results else ""
             rhs = eqn_source(item, ns) if item.prim.kind != "guard" else guard_source(item, ns)
+            if item.prim is MATMUL and measured(item, read):
+                products.append(Product(f"{name}_product{len(products)}", ns.globals))
+                rhs = f"{ns.bind(products[-1], products[-1].name, numbered=False)}({', '.join(operand_source(x, ns) for x in item.inputs)})"
             line = f"{lhs} = {rhs}" + (f"  # {item.origin.describe()}" if item.origin.kind is not OriginKind.PRIMAL else "")
             statements.append((position[id(item)], line, [x for x in item.inputs if type(x) is Var]))
             views_made.append(item.outputs[0] if item.prim in VIEWS else None)
@@ -255,7 +264,7 @@ def _generate(tape: Tape, name: str) -> tuple[list, str, dict]:
             lines.append(f"    del {', '.join(f'v{v.n}' for v in dead[k])}")
     outs = ", ".join(operand_source(x, ns) for x in tape.outputs)
     lines.append(f"    return ({outs}{',' if len(tape.outputs) == 1 else ''})")
-    return kernels, "\n".join(lines) + "\n", ns.globals
+    return kernels, products, "\n".join(lines) + "\n", ns.globals
 
 
 def compile_all(tapes: list, name: str = "f", optimise: bool = True) -> list[Fused]:

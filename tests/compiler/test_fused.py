@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ad
-from ad.compiler import clib, fused, kernels
+from ad.compiler import calls, clib, fused, kernels
 from ad.samples import F32, F64
 from tests.support.cases import floats, weighted, weights
 from tests.support.numeric import assert_fused_agrees
@@ -479,7 +479,7 @@ class _Clock:
     the numpy lines, runs C twice)."""
 
     def __init__(self, c, numpy):
-        self.ticks, self.now = iter([0, c] + [0, c, 0, numpy] * kernels.MEASURED_CALLS), 0.0
+        self.ticks, self.now = iter([0, c] + [0, c, 0, numpy] * calls.MEASURED_CALLS), 0.0
 
     def __call__(self):
         self.now += next(self.ticks)
@@ -490,11 +490,11 @@ class _Clock:
 def test_a_loop_runs_as_the_faster_of_c_and_numpy_lines(faster, monkeypatch):
     """The first calls time both ways and return the C loop's results; then the faster runs
     alone, and ``repr`` says which and the times."""
-    monkeypatch.setattr(kernels, "CLOCK", _Clock(1.0, 2.0) if faster == "C" else _Clock(2.0, 1.0))
+    monkeypatch.setattr(calls, "CLOCK", _Clock(1.0, 2.0) if faster == "C" else _Clock(2.0, 1.0))
     x = np.linspace(-1.0, 1.0, 50)
     c = ad.compile(ad.trace(lambda x: np.exp(np.sin(x)) * x, x), backend="fused")
     [k] = c.kernels
-    for _ in range(kernels.MEASURED_CALLS):
+    for _ in range(calls.MEASURED_CALLS):
         assert k.runs is None
         np.testing.assert_array_equal(c(x), k._run((x,))[0])
     assert k.runs == faster and (k._twin is not None)
@@ -511,13 +511,13 @@ def test_a_measured_loop_is_called_directly_and_anything_unusual_takes_the_gener
     arrays of the loop's dtype and size, writes into a donated buffer as the generic call does,
     and gives anything else to the generic call: a strided view runs the numpy lines, a wrong
     size is refused."""
-    monkeypatch.setattr(kernels, "CLOCK", _Clock(1.0, 2.0) if faster == "C" else _Clock(2.0, 1.0))
+    monkeypatch.setattr(calls, "CLOCK", _Clock(1.0, 2.0) if faster == "C" else _Clock(2.0, 1.0))
     x, W, b = np.linspace(-1.0, 1.0, 60).reshape(3, 20), np.eye(20, 4) * 0.5, np.linspace(0, 1, 4)
     f = lambda x, W, b: np.tanh(x @ W + b) * 2.0     # noqa: E731     (a contraction of 20: BLAS's)
     c = ad.compile(ad.trace(f, x, W, b), backend="fused")
     [k] = c.kernels
     assert k.donors == {0: 0}
-    for _ in range(kernels.MEASURED_CALLS):
+    for _ in range(calls.MEASURED_CALLS):
         assert c.fn.__globals__[k.name] is k
         c(x, W, b)
     called = c.fn.__globals__[k.name]
@@ -543,7 +543,7 @@ def test_a_loop_faster_than_numpy_could_call_its_lines_is_not_timed_against_them
     lines (here a clock that says so: ~17 us against 561 x 0.2 us on the benchmarks' machine,
     but a test must not depend on the machine's load) runs in C from the first call, its numpy
     lines never made."""
-    monkeypatch.setattr(kernels, "CLOCK", _Clock(1e-9, 1.0))
+    monkeypatch.setattr(calls, "CLOCK", _Clock(1e-9, 1.0))
     x = np.linspace(-1.0, 1.0, 16)
 
     def f(x):
@@ -560,13 +560,13 @@ def test_a_loop_faster_than_numpy_could_call_its_lines_is_not_timed_against_them
 def test_measuring_keeps_the_numpy_lines_warnings_to_themselves(monkeypatch):
     """While measured, the numpy lines run on the real operands but their results are not the
     call's: log(0) warns only once they are what runs, as the numpy backend warns."""
-    monkeypatch.setattr(kernels, "CLOCK", _Clock(2.0, 1.0))
+    monkeypatch.setattr(calls, "CLOCK", _Clock(2.0, 1.0))
     x = np.array([0.0, 1.0, 2.0])
     with np.errstate(divide="ignore"):
         c = ad.compile(ad.trace(lambda x: np.log(x) + x * x, x), backend="fused")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        for _ in range(kernels.MEASURED_CALLS):
+        for _ in range(calls.MEASURED_CALLS):
             c(x)
     assert c.kernels[0].runs == "numpy"
     with pytest.warns(RuntimeWarning, match="divide by zero"):
