@@ -193,12 +193,14 @@ def _function_path(f, ns: Namespace) -> str | None:
     return path
 
 
-def eqn_source(e, ns: Namespace, exprs: dict | None = None, spelling: "Spelling | None" = None) -> str:
+def eqn_source(e, ns: Namespace, exprs: dict | None = None, spelling: "Spelling | None" = None,
+               out: str | None = None) -> str:
     """The right-hand side of one equation, as its primitive's ``spelling`` (``scalar_spelling``
     in scalar code) says: a format string over the operand and param sources, a function of
     the operand sources and the params, or by default a call of the numpy function (else of
     the impl) with the params as keywords. ``exprs``: the sources of operands written into this
-    expression (``_plan``), with their precedence; ``spelling``: the primitive's, if known."""
+    expression (``_plan``), with their precedence; ``spelling``: the primitive's, if known;
+    ``out``: the name of an array to write the result into (the default call, ``out=``)."""
     prim = e.prim
     if spelling is None:
         spelling = ns.spellings[prim]
@@ -221,12 +223,14 @@ def eqn_source(e, ns: Namespace, exprs: dict | None = None, spelling: "Spelling 
         _literal_sources(e, args, spelling, ns)
     if ns.xp is not None:
         ns.promote(e, args)
-    if spelling.fill is not None:
+    if out is not None:
+        args.append(f"out={out}")
+    elif spelling.fill is not None:
         if spelling.params:
             given = dict(e.params)
             return spelling.fill(args, [value_source(given[k], ns) for k in spelling.params])
         return spelling.fill(args, ())
-    if spelling.text is not None:
+    elif spelling.text is not None:
         return spelling.text(args, e.kwargs)
     fn = ns.calls.get(prim)
     if fn is None:

@@ -148,6 +148,33 @@ def test_only_long_code_calls_ufuncs_by_local_names_and_never_shadows_a_name_it_
     assert lines[1:3] == ["    r0 = np.sin(cos(v0))  # %1: np.cos(", "    r1 = np.sin(cos(r0))"]
 
 
+def test_a_large_temporary_is_written_over_by_its_last_reader_unless_a_view_of_it_is_read_later():
+    """numpy elides a temporary inside one expression (``np.tanh(x + 1.0)`` adds into ``x + 1.0``'s
+    array); the compiled code names its temporaries, so it writes a large one's last reader into
+    it itself, ``np.add(v1, 1.0, out=v1)``. Never into an input, an output or a view's base that
+    a later line still reads through the view, and never a small one."""
+    x = np.linspace(-1, 1, 128 * 128).reshape(128, 128)         # 128 KB
+
+    def chain(x):
+        return np.sum(np.tanh(np.sin(x) + 1.0) * 2.0)
+    c = compile_tape(optimize(ad.grad_tape(chain, x)))
+    assert "v2 = np.add(v1, 1.0, out=v1)" in c.source and "v3 = np.tanh(v2, out=v2)" in c.source
+    assert "out=v0" not in c.source and "out=v8" not in c.source      # the input; a broadcast view
+    value, grad = c(x)
+    np.testing.assert_array_equal(grad, 2.0 * (1 - np.tanh(np.sin(x) + 1.0) ** 2) * np.cos(x))
+    assert value == chain(x)
+
+    def viewed(x):
+        a = np.sin(x)
+        t = a.T                       # read after exp(a), a's last direct read
+        return np.sum(np.exp(a) * t)
+    c = compile_tape(ad.trace(viewed, x))
+    assert "out=v1" not in c.source and "np.multiply(v3, v2, out=v3)" in c.source, c.source
+    assert c(x) == viewed(x)
+    small = compile_tape(ad.trace(chain, x[:8]))
+    assert "out=" not in small.source
+
+
 # -- what a long tape's code looks like ---------------------------------------------------------
 
 def chain(x):
