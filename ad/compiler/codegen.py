@@ -20,6 +20,9 @@ step of the loop::
 - names of dead values are reused (``_registers``), so a value dies when its name is taken, with
   no ``del`` line (large ones are still deleted after their last read); the comment names the
   line's tape variable ``%N`` and the pullbacks in it: the link to the tape and its listing;
+- a large temporary (``FREE_BYTES``) that an elementwise ufunc reads last is written over by it,
+  ``v9 = np.add(v8, v1, out=v8)`` (``_in_place``), as numpy itself does with a temporary inside
+  one expression (``np.tanh(x @ W + b)``);
 - a float constant among float64 arrays is a read-only 0-d array named for its value (``c_0_9``
   is 0.9, ``c_m1em05`` is -1e-05): numpy converts a Python float operand on every call, about
   0.3 us, which doubles the cost of an operation on a small array.
