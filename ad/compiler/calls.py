@@ -41,8 +41,8 @@ class Kernel:
     operand in another memory order (a transposed view) would have to be copied, which costs
     more than fusing saves: such a call runs the numpy lines."""
 
-    def __init__(self, name: str, group: Group, source: str, inputs: list, outputs: list, ns, operands: list,
-                 scratch: int | None, views: list):
+    def __init__(self, name: str, group, source: str, inputs: list, outputs: list, ns, operands: list,
+                 scratch: int | None, views: list):     # group: the kernels.Group it runs
         self.name, self.group, self.source = name, group, source
         n = math.prod(group.shape)
         self.n = n if n > 1 else None     # the loop's length, passed first (no loop for one element)

@@ -339,16 +339,17 @@ def _in_place(tape: Tape, line: list[int] | range, last: dict[Var, int]) -> dict
     """Per equation, the operand whose buffer it writes its result into (``np.add(v8, v1,
     out=v8)``): a large array (``FREE_BYTES``) of the result's shape and dtype, made on its own
     line by an elementwise ufunc or a matmul (a new array), which nothing reads after this line,
-    itself or through a view (a transpose...), and which is neither an input nor an output. numpy elides such a
-    temporary inside one expression (``np.tanh(x @ W + b)`` adds into the product's array);
-    a named one it cannot see. Measured: the MLP's numpy gradient 1.2 % faster."""
+    itself or through a view (a transpose...), which no line that may return it again reads
+    (``np.real``), and which is neither an input nor an output. numpy elides such a temporary
+    inside one expression (``np.tanh(x @ W + b)`` adds into the product's array); a named one
+    it cannot see. Measured: the MLP's numpy gradient 1.2 % faster."""
     keep = set(tape.inputs) | {x for x in tape.outputs if type(x) is Var}
     base: dict[Var, Var] = {}            # a declared view -> the value whose array it reads
     shared: set = set()                  # values some line may have returned (part of) again
     for e in tape.eqns:
         bases = {base.get(x, x) for x in e.inputs if type(x) is Var}
         if e.prim.returns_view and e.prim.returns_view(e.inputs):
-            base[e.outputs[0]] = next(iter(bases), None)
+            base.update((y, b) for y in e.outputs for b in bases)    # (one operand: its base)
         elif not _new_array(e):          # np.real(z) is a view of z, sum_to(x) can be x reshaped
             shared |= bases
     read_until: dict[Var, int] = {}      # a value -> the last line reading it or a view of it

@@ -223,7 +223,7 @@ def eqn_source(e, ns: Namespace, exprs: dict | None = None, spelling: "Spelling 
         _literal_sources(e, args, spelling, ns)
     if ns.xp is not None:
         ns.promote(e, args)
-    if out is not None:
+    if out is not None:                          # only the default call writes into an array
         args.append(f"out={out}")
     elif spelling.fill is not None:
         if spelling.params:

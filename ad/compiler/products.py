@@ -35,9 +35,10 @@ def measured(e, read: set) -> bool:
     """Is the matmul ``e`` one to measure: two float matrices, a result no equation reads
     (``read``), at least ``SMALLEST`` multiply-adds?"""
     a, b = e.inputs
-    if type(a) is not Var or type(b) is not Var or e.outputs[0] in read:
+    if type(a) is not Var or type(b) is not Var or e.outputs[0] in read \
+            or len(a.aval.shape) != 2 or len(b.aval.shape) != 2:
         return False
-    (m, k), n = (a.aval.shape, b.aval.shape[-1]) if len(a.aval.shape) == len(b.aval.shape) == 2 else ((0, 0), 0)
+    (m, k), n = a.aval.shape, b.aval.shape[1]
     return a.aval.dtype == b.aval.dtype and a.aval.dtype in (np.float32, np.float64) and m * k * n >= SMALLEST
 
 
